@@ -1,0 +1,96 @@
+"""The `chat-history` command. The only module that prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from .errors import ConfigurationError, HistoryError
+from .settings import parse_pair, settings_from_env
+
+
+def _pair(name: str) -> object:
+    def read(text: str) -> tuple[int, int]:
+        try:
+            return parse_pair(text, name=name)
+        except ConfigurationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return read
+
+
+def _budgets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--line", type=int, help="a line's limit in bytes (512)")
+    parser.add_argument("--tail", type=_pair("--tail"), help="tail tokens MIN,MAX (16000,48000)")
+    parser.add_argument(
+        "--outline", type=_pair("--outline"), help="outline bytes MIN,MAX (64000,128000)"
+    )
+    parser.add_argument("--kept", type=int, help="newest shared messages always kept whole (4)")
+    parser.add_argument(
+        "--summarizer", help="echo (default), scripted, or a pydantic-ai model name"
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="chat-history",
+        description="A chat history plugin: a tail, a summary tree and a bounded outline.",
+    )
+    commands = top.add_subparsers(dest="command", required=True)
+    simulate = commands.add_parser(
+        "simulate", help="run the plugin on a fresh store over a JSONL file and print the trace"
+    )
+    simulate.add_argument("file", type=Path)
+    simulate.add_argument("--json", action="store_true", help="print the trace as JSON")
+    _budgets(simulate)
+    return top
+
+
+def settings_of(args: argparse.Namespace) -> object:
+    return settings_from_env(
+        summarizer=args.summarizer,
+        line=args.line,
+        tail=args.tail,
+        outline=args.outline,
+        kept=args.kept,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "simulate":
+            return _simulate(args)
+    except HistoryError as exc:
+        print(f"chat-history: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from .settings import HistorySettings
+    from .trace import simulate
+
+    settings = settings_of(args)
+    assert isinstance(settings, HistorySettings)
+    try:
+        data = args.file.read_bytes()
+    except OSError as exc:
+        print(f"chat-history: cannot read {str(args.file)!r}: {exc.strerror}", file=sys.stderr)
+        return 2
+
+    def report(number: int, reason: str) -> None:
+        print(f"{args.file}:{number}: {reason}", file=sys.stderr)
+
+    trace = anyio.run(lambda: simulate(data.split(b"\n"), settings, report=report))
+    print(json.dumps(trace, ensure_ascii=False, indent=None if args.json else 2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

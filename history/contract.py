@@ -1,0 +1,250 @@
+"""The types other code may import: messages, files, summaries and the outline."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .errors import InputError
+
+FileKind = Literal["image", "text", "pdf", "other"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class File:
+    """A file attached to a message; it weighs by what it is."""
+
+    name: str
+    """The file's name, shown in the message's line as ` [name]`."""
+    mime: str | None = None
+    """Its media type; its kind comes from this alone."""
+    size: int = 0
+    """Its size in bytes."""
+
+    def __post_init__(self) -> None:
+        _text("files.name", self.name)
+        if self.mime is not None:
+            _text("files.mime", self.mime)
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
+            raise InputError(f"files.size must be a whole number >= 0, got {self.size!r}", field="files.size")
+
+    @property
+    def kind(self) -> FileKind:
+        """`image`, `text` (text/* and JSON), `pdf` or `other`, from `mime` alone."""
+        mime = (self.mime or "").split(";", 1)[0].strip().lower()
+        if mime.startswith("image/"):
+            return "image"
+        if mime.startswith("text/") or mime == "application/json" or mime.endswith("+json"):
+            return "text"
+        if mime == "application/pdf":
+            return "pdf"
+        return "other"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "mime": self.mime, "size": self.size}
+
+    @classmethod
+    def from_json(cls, value: object) -> File:
+        """A file from its JSON form; a wrong shape is an InputError naming the field."""
+        if not isinstance(value, Mapping):
+            raise InputError(f"a file must be an object, got {value!r}", field="files")
+        name = value.get("name")
+        size = value.get("size")
+        return cls(
+            name=name if isinstance(name, str) else _wrong("files.name", name, "a string"),
+            mime=_optional_text("files.mime", value.get("mime")),
+            size=0 if size is None else size,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message:
+    """A message as the app hands it over. Constructing one checks it."""
+
+    id: str
+    """Unique in the store."""
+    thread: str
+    """The conversation it belongs to."""
+    author: str
+    """Who wrote it (may be empty)."""
+    text: str
+    """What it says (may be empty)."""
+    at: datetime
+    """When it was written; timezone-aware."""
+    to: str = ""
+    """Whom it addresses; empty for nobody in particular."""
+    step: bool = False
+    """A private message: an agent's tool call or tool result."""
+    files: tuple[File, ...] = field(default=())
+    """Attached files."""
+
+    def __post_init__(self) -> None:
+        for name in ("id", "thread"):
+            if not _text(name, getattr(self, name)):
+                raise InputError(f"{name} must not be empty", field=name)
+        _text("author", self.author)
+        _text("to", self.to)
+        _text("text", self.text)
+        if not isinstance(self.at, datetime) or self.at.utcoffset() is None:
+            raise InputError(f"at must be a timezone-aware datetime, got {self.at!r}", field="at")
+        if not isinstance(self.step, bool):
+            raise InputError(f"step must be a boolean, got {self.step!r}", field="step")
+        if not isinstance(self.files, tuple) or not all(isinstance(f, File) for f in self.files):
+            raise InputError(f"files must be a tuple of File, got {self.files!r}", field="files")
+
+    @property
+    def content(self) -> tuple[object, ...]:
+        """What makes two deliveries of one id the same message (`at` as an instant)."""
+        return (self.thread, self.author, self.to, self.text, self.at, self.step, self.files)
+
+    def files_json(self) -> str:
+        return json.dumps([f.to_json() for f in self.files], ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, value: object) -> Message:
+        """A message from its JSON form (SPEC section 8); a wrong shape names the field."""
+        if not isinstance(value, Mapping):
+            raise InputError(f"a message must be a JSON object, got {value!r}")
+        files = value.get("files")
+        if files is not None and not isinstance(files, list):
+            _wrong("files", files, "a list")
+        step = value.get("step")
+        return cls(
+            id=_required_text(value, "id"),
+            thread=_required_text(value, "thread"),
+            author=_required_text(value, "author"),
+            text=_required_text(value, "text"),
+            to=_optional_text("to", value.get("to")) or "",
+            at=parse_at(value.get("at")),
+            step=False if step is None else step,
+            files=tuple(File.from_json(f) for f in files or ()),
+        )
+
+
+Entry = tuple[int, int, int, datetime]
+"""An outline line: `(level, index, bytes, at)`, `at` the newest instant the node covers."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    """A node of the tree: the line at `level`, `index`, over `2**level` shared messages."""
+
+    thread: str
+    level: int
+    index: int
+    text: str
+    bytes: int
+    message: str | None
+    """Level 0: the id of the message it summarizes."""
+    at: datetime
+    """The newest `at` among the messages it covers."""
+
+    @property
+    def label(self) -> str:
+        span = 2**self.level
+        return f"{self.index * span}+{span}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TailItem:
+    """A message still whole in the tail."""
+
+    id: str
+    weight: int
+    at: datetime
+    step: bool
+    seq: int
+
+
+def parse_at(value: object) -> datetime:
+    """An aware datetime from ISO 8601 text (or a datetime); anything else is an InputError."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise InputError(f"at must be ISO 8601 with an offset, got {value!r}", field="at") from None
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise InputError(f"at must be ISO 8601 with an offset, got {value!r}", field="at")
+    return value
+
+
+def format_at(at: datetime) -> str:
+    """The stored and printed form: ISO 8601 in UTC, microseconds only when not zero."""
+    return at.astimezone(UTC).isoformat()
+
+
+def _text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        _wrong(name, value, "a string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{name} is not valid UTF-8 (a lone surrogate?): {value!r}", field=name) from None
+    return value
+
+
+def _required_text(value: Mapping[str, object], name: str) -> str:
+    if name not in value:
+        raise InputError(f"{name} is missing", field=name)
+    return _text(name, value[name])
+
+
+def _optional_text(name: str, value: object) -> str | None:
+    return None if value is None else _text(name, value)
+
+
+def _wrong(name: str, value: object, expected: str) -> Any:
+    raise InputError(f"{name} must be {expected}, got {value!r}", field=name)
+
+
+@dataclass(kw_only=True)
+class Outline:
+    """A thread's outline and tail: the state the processor moves forward one message at a time.
+
+    Mutable on purpose: a batch works on a `copy()` and the store commits it whole, or not at all.
+    """
+
+    thread: str
+    epoch: str
+    """New for every incarnation of the thread id: a batch for an erased thread never commits."""
+    version: int
+    """Bumped by every commit, for optimistic concurrency."""
+    lines: list[Entry]
+    bytes: int
+    boundary: int
+    """How many shared messages left the tail: the index of the first still whole."""
+    since: datetime | None
+    cut_at: datetime | None
+    gone: datetime | None
+    tail: deque[TailItem]
+    tokens: int
+    draining: bool
+    position: int
+    """The seq of the last message processed (-1 before any)."""
+
+    def copy(self) -> Outline:
+        return replace(self, lines=list(self.lines), tail=deque(self.tail))
+
+    @property
+    def outlined(self) -> bool:
+        """Cut at least once: from then on its agents are sent the outline."""
+        return self.cut_at is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stored:
+    """A message as stored: with its place in the thread and its weight."""
+
+    message: Message
+    seq: int
+    index: int | None
+    """Its index among the thread's shared messages; None for a step."""
+    weight: int
+
+    def tail_item(self) -> TailItem:
+        m = self.message
+        return TailItem(id=m.id, weight=self.weight, at=m.at, step=m.step, seq=self.seq)

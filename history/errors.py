@@ -1,0 +1,53 @@
+"""The errors chat-history raises, one small family.
+
+    HistoryError
+     ├── ConfigurationError   settings that cannot work (refused at startup)
+     ├── InputError           a message or event refused before anything is written
+     │    └── ConflictError   an id already stored with other content
+     ├── StoreError           the store failed, or is not ours (driver errors translated once)
+     │    └── ClosedError     the plugin or store was used after it was closed
+     ├── NotFoundError        a thread or node that does not exist
+     └── SummarizerError      the summarizer raised or timed out (the batch is retried)
+"""
+
+from __future__ import annotations
+
+
+class HistoryError(Exception):
+    """The root of every error chat-history raises."""
+
+
+class ConfigurationError(HistoryError, ValueError):
+    """Settings that cannot work: refused at startup, before any message is handled."""
+
+
+class InputError(HistoryError, ValueError):
+    """A message or event refused by the checks; nothing was written.
+
+    Attributes:
+        field: the name of the offending field, when one is to blame.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ConflictError(InputError):
+    """A message id that is already stored with other content; the stored message is kept."""
+
+
+class StoreError(HistoryError):
+    """The store failed, or the database is not one of ours."""
+
+
+class ClosedError(StoreError):
+    """The plugin or its store was used outside its `async with` block."""
+
+
+class NotFoundError(HistoryError, LookupError):
+    """A thread or a node that the store does not hold."""
+
+
+class SummarizerError(HistoryError):
+    """The summarizer raised or timed out; the thread's batch is retried later."""

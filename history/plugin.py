@@ -1,0 +1,315 @@
+"""`History`: the plugin a chat app opens. Store each message, then process each thread in order.
+
+    async with History(HistorySettings(summarizer="echo"), store="chat.sqlite") as history:
+        await history.message_created(message)   # returns once the message is committed
+        await history.wait()                      # until everything handed over is processed
+
+Each thread is processed by one task at a time, in `seq` order; different threads at the same
+time. Summarizer calls are bounded by a capacity limiter and a timeout, and are never made with a
+transaction open. A batch that fails commits nothing and is retried after a pause.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import anyio
+from anyio.abc import TaskGroup
+from pydantic_ai.models import Model
+
+from .contract import Message, Outline, Stored
+from .errors import ClosedError, StoreError, SummarizerError
+from .processors.compact import Vanished, compact
+from .processors.erase import erase
+from .processors.summarize import Nodes
+from .processors.weight import encoding, weight
+from .settings import HistorySettings
+from .store import Store, open_store
+from .summarizer import INSTRUCTIONS, Ask, Exhausted, Reply, Summarizer, Task, summarizer_for, write
+
+log = logging.getLogger(__name__)
+
+FAILED_ASKS_BEFORE_FALLBACK = 5
+BATCH = 256
+LARGE_TEXT = 100_000
+"""Texts longer than this are weighed on a worker thread, so the event loop keeps serving."""
+
+AskListener = Callable[[Ask], None]
+
+
+@dataclass(kw_only=True)
+class Counters:
+    """What the plugin did since it was opened: for logs, metrics and tests."""
+
+    processed: int = 0
+    asks: int = 0
+    """Lines written by the summarizer (one conversation each)."""
+    requests: int = 0
+    """Requests sent to the summarizer (several per ask when an answer is too long)."""
+    failures: int = 0
+    """Summarizer requests that raised or timed out."""
+    fallbacks: int = 0
+    """Asks that kept failing and fell back to a cut of their input."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class _Stale(Exception):
+    """The thread's outline changed under a batch (another writer, or an erase)."""
+
+
+class History:
+    """The chat history plugin for one store. Use it as an async context manager."""
+
+    def __init__(
+        self,
+        settings: HistorySettings,
+        *,
+        store: str | Path | Store = "chat-history.sqlite",
+        model: Model | Summarizer | None = None,
+        concurrency: int = 8,
+        timeout: float = 60.0,
+        pause: float = 1.0,
+        max_pause: float = 60.0,
+        on_ask: AskListener | None = None,
+    ) -> None:
+        """Check the settings and resolve the summarizer; nothing is opened or called yet.
+
+        Args:
+            settings: the budgets and the summarizer's name.
+            store: a SQLite path, a `postgresql://` URL, or a Store.
+            model: a summarizer to use instead of the one `settings` names (a pydantic-ai
+                `Model` such as `FunctionModel`, or any `Summarizer`).
+            concurrency: summarizer calls in flight at once, across all threads.
+            timeout: seconds one summarizer request may take.
+            pause: seconds before a failed thread is tried again; doubles with each failure.
+            max_pause: the longest pause.
+            on_ask: called with every finished summarizer conversation, once its batch is
+                committed (to meter or bill it).
+        """
+        self.settings = settings
+        encoding(settings.encoding)  # refuse an unknown tokenizer at startup
+        if model is None or isinstance(model, Model):
+            model = summarizer_for(model or settings.summarizer, settings=settings.model_settings)
+        self.summarizer: Summarizer = model
+        self.model_key = f"{model.name}\n{settings.model_settings!r}\n{INSTRUCTIONS}"
+        self.store: Store = store if not isinstance(store, str | Path) else open_store(store)
+        self.counters = Counters()
+        self._timeout, self._pause, self._max_pause = timeout, pause, max_pause
+        self._limiter = anyio.CapacityLimiter(concurrency)
+        self._listeners: list[AskListener] = [on_ask] if on_ask else []
+        self._group: TaskGroup | None = None
+        self._closed = False
+        self._running: set[str] = set()
+        self._dirty: set[str] = set()
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._wake: dict[str, anyio.Event] = {}
+        self._states: dict[str, Outline] = {}
+        self._answers: dict[str, dict[tuple[str, ...], Reply | None]] = {}
+        self._failed: dict[str, dict[tuple[str, ...], int]] = {}
+
+    async def __aenter__(self) -> Self:
+        if self._closed or self._group is not None:
+            raise ClosedError("a History can be opened once; make a new one")
+        await self.store.open()
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        for thread in await self.store.behind():
+            self._schedule(thread)
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        """On a clean exit, finish processing what was handed over; on an error, stop at once."""
+        assert self._group is not None
+        if kind is not None:
+            self._group.cancel_scope.cancel()
+        try:
+            return await self._group.__aexit__(kind, exc, tb)
+        finally:
+            self._closed = True
+            await self.store.close()
+
+    # The app's events.
+
+    async def message_created(self, message: Message) -> Stored | None:
+        """Store a message, then process its thread in the background.
+
+        Returns once the message is committed: the stored row, or None for a redelivery of a
+        message already stored as is. Raises InputError (before writing anything) for a bad
+        message and ConflictError for a known id with other content.
+        """
+        group = self._open()
+        if len(message.text) > LARGE_TEXT:
+            cost = await anyio.to_thread.run_sync(weight, message, self.settings.encoding)
+        else:
+            cost = weight(message, self.settings.encoding)
+        stored = await self.store.add(message, cost)
+        if stored is not None:
+            self._schedule(message.thread, group)
+        return stored
+
+    async def thread_deleted(self, thread: str) -> bool:
+        """Erase a thread: its messages, lines, outline and calls. True when it held anything."""
+        self._open()
+        erased = await erase(self.store, thread)
+        self._forget(thread)
+        return erased
+
+    async def wait(self) -> None:
+        """Wait until every message handed over so far is processed."""
+        self._open()
+        while self._running:
+            await self._idle.wait()
+
+    def retry(self, thread: str | None = None) -> None:
+        """Try failed threads again now instead of after their pause (all threads by default)."""
+        for name, event in list(self._wake.items()):
+            if thread is None or name == thread:
+                event.set()
+
+    def subscribe(self, listener: AskListener) -> None:
+        """Call `listener` with every summarizer conversation once its batch is committed."""
+        self._listeners.append(listener)
+
+    async def outline(self, thread: str) -> Outline | None:
+        """The thread's committed outline and tail; None for a thread with no messages."""
+        self._open()
+        return await self.store.outline(thread)
+
+    # Processing.
+
+    def _open(self) -> TaskGroup:
+        if self._group is None or self._closed:
+            raise ClosedError("History is not open: use it inside `async with History(...)`")
+        return self._group
+
+    def _schedule(self, thread: str, group: TaskGroup | None = None) -> None:
+        if thread in self._running:
+            self._dirty.add(thread)
+            return
+        if not self._running:
+            self._idle = anyio.Event()
+        self._running.add(thread)
+        (group or self._open()).start_soon(self._work, thread, name=f"history:{thread}")
+
+    def _forget(self, thread: str) -> None:
+        self._states.pop(thread, None)
+        self._answers.pop(thread, None)
+        self._failed.pop(thread, None)
+
+    async def _work(self, thread: str) -> None:
+        failures = 0
+        try:
+            while True:
+                self._dirty.discard(thread)
+                try:
+                    await self._catch_up(thread)
+                except (SummarizerError, StoreError) as exc:
+                    failures += 1
+                    pause = min(self._pause * 2 ** (failures - 1), self._max_pause)
+                    log.warning(
+                        "thread %r: batch failed (%s); retrying in %.1fs",
+                        thread, exc, pause, extra={"thread": thread},
+                    )  # fmt: skip
+                    if isinstance(exc, ClosedError):
+                        raise
+                    wake = self._wake[thread] = anyio.Event()
+                    with anyio.move_on_after(pause):
+                        await wake.wait()
+                    self._dirty.add(thread)
+                    continue
+                failures = 0
+                if thread not in self._dirty:
+                    return
+        finally:
+            self._wake.pop(thread, None)
+            self._running.discard(thread)
+            if not self._running:
+                self._idle.set()
+
+    async def _catch_up(self, thread: str) -> None:
+        while True:
+            state = self._states.get(thread) or await self.store.outline(thread)
+            if state is None:
+                return
+            batch = await self.store.pending(thread, state.position, BATCH)
+            if not batch:
+                self._states[thread] = state
+                return
+            for stored in batch:
+                try:
+                    state = self._states[thread] = await self._process(state, stored)
+                except _Stale:
+                    self._states.pop(thread, None)
+                    break
+
+    async def _process(self, state: Outline, stored: Stored) -> Outline:
+        """Process one message: model calls first, then one transaction with a version check."""
+        work = state.copy()
+        nodes = Nodes(state.thread, lambda level, index: self.store.summary(state.thread, level, index))
+        asks: list[Ask] = []
+
+        async def write_line(task: Task) -> str:
+            ask = await write(task, self._ask, limit=self.settings.line, tries=self.settings.tries)
+            asks.append(ask)
+            return ask.line
+
+        try:
+            change = await compact(work, stored, nodes, write_line, self.store.message, self.settings)
+        except Vanished:
+            raise _Stale from None
+        committed = await self.store.commit(
+            state, work, nodes.written, asks, self.model_key,
+            lines_changed=change.cut or change.folded,
+        )  # fmt: skip
+        if not committed:
+            raise _Stale
+        work.version = state.version + 1
+        self._answers.pop(state.thread, None)
+        self._failed.pop(state.thread, None)
+        self.counters.processed += 1
+        for ask in asks:
+            self.counters.asks += 1
+            self.counters.input_tokens += ask.input_tokens
+            self.counters.output_tokens += ask.output_tokens
+            for listener in self._listeners:
+                listener(ask)
+        return work
+
+    async def _ask(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        """One summarizer request: answered from this batch's memory when it was made before."""
+        memory = self._answers.setdefault(task.thread, {})
+        key = tuple(prompts)
+        if key in memory:
+            known = memory[key]
+            if known is None:
+                raise Exhausted(f"thread {task.thread!r}: the ask kept failing")
+            return known
+        try:
+            async with self._limiter:
+                self.counters.requests += 1
+                with anyio.fail_after(self._timeout):
+                    reply = await self.summarizer.reply(task, prompts, answers)
+        except Exception as exc:
+            self.counters.failures += 1
+            failed = self._failed.setdefault(task.thread, {})
+            failed[key] = failed.get(key, 0) + 1
+            if failed[key] >= FAILED_ASKS_BEFORE_FALLBACK:
+                memory[key] = None
+                self.counters.fallbacks += 1
+                log.error(
+                    "thread %r: the ask for node (%d, %d) failed %d times; its line is cut",
+                    task.thread, task.level, task.index, failed[key], extra={"thread": task.thread},
+                )  # fmt: skip
+                raise Exhausted(f"thread {task.thread!r}: the ask kept failing") from exc
+            raise SummarizerError(f"summarizer {self.summarizer.name!r} failed: {exc!r}") from exc
+        memory[key] = reply
+        return reply

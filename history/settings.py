@@ -1,0 +1,96 @@
+"""The plugin's settings (`HistorySettings`) and reading them from the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic_ai.settings import ModelSettings
+
+from .errors import ConfigurationError
+
+TAIL_VARIABLE = "HISTORY_TAIL"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistorySettings:
+    """What the plugin needs from the app: the summarizer and the budgets it may lower."""
+
+    summarizer: str
+    """The cheap model that writes lines: `"echo"`, `"scripted"` or a pydantic-ai model name."""
+    line: int = 512
+    """A line's limit, in UTF-8 bytes."""
+    tail: tuple[int, int] = (16_000, 48_000)
+    """Tokens: the tail grows to the second, then is cut down to the first."""
+    outline: tuple[int, int] = (64_000, 128_000)
+    """Bytes: the outline grows to the second, then is folded down to the first."""
+    kept: int = 4
+    """The newest shared messages that never leave the tail, however much they weigh."""
+    tries: int = 3
+    """How often one line is asked for before it is cut."""
+    encoding: str = "cl100k_base"
+    """The tiktoken encoding that weighs messages."""
+    model_settings: ModelSettings | None = field(default=None)
+    """pydantic-ai model settings for the summarizer (max tokens, temperature, ...)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.summarizer, str) or not self.summarizer.strip():
+            raise ConfigurationError(f"summarizer must name a model, got {self.summarizer!r}")
+        for name in ("line", "kept", "tries"):
+            _positive(name, getattr(self, name))
+        if self.line < 64:
+            raise ConfigurationError(f"line must be at least 64 bytes, got {self.line!r}")
+        for name in ("tail", "outline"):
+            low, high = _pair(name, getattr(self, name))
+            if low >= high:
+                raise ConfigurationError(
+                    f"{name} must grow from its first number to a larger second, got {(low, high)!r}"
+                )
+            object.__setattr__(self, name, (low, high))
+        if not isinstance(self.encoding, str) or not self.encoding:
+            raise ConfigurationError(f"encoding must name a tiktoken encoding, got {self.encoding!r}")
+
+    def with_changes(self, **changes: Any) -> HistorySettings:
+        """A copy with some settings changed, validated again."""
+        return replace(self, **changes)
+
+
+def settings_from_env(
+    environ: Mapping[str, str] | None = None, **explicit: Any
+) -> HistorySettings:
+    """Settings for the command line and demos: `HISTORY_TAIL=40,80` overrides the default tail.
+
+    Explicit keyword arguments (a `--tail` on the command line, say) beat the environment; a
+    value of None counts as not given.
+    """
+    environ = os.environ if environ is None else environ
+    given = {key: value for key, value in explicit.items() if value is not None}
+    raw = environ.get(TAIL_VARIABLE)
+    if "tail" not in given and raw:
+        given["tail"] = parse_pair(raw, name=TAIL_VARIABLE)
+    given.setdefault("summarizer", "echo")
+    return HistorySettings(**given)
+
+
+def parse_pair(text: str, *, name: str) -> tuple[int, int]:
+    """Read `"40,80"` as `(40, 80)`; anything else is a ConfigurationError naming `name`."""
+    parts = text.split(",")
+    try:
+        low, high = (int(part.strip()) for part in parts)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be two whole numbers like 40,80, got {text!r}") from None
+    return low, high
+
+
+def _positive(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+    return value
+
+
+def _pair(name: str, value: object) -> tuple[int, int]:
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise ConfigurationError(f"{name} must be a pair of numbers (min, max), got {value!r}")
+    return _positive(f"{name}[0]", value[0]), _positive(f"{name}[1]", value[1])

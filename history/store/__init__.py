@@ -1,0 +1,95 @@
+"""Where the collections live: the `Store` protocol, and opening one by its URL or path.
+
+A store keeps the four collections (`collections/*.sql`): messages, summaries, outlines and
+calls. Writes are short explicit transactions, never held across a model call; the processor's
+commit checks the outline's version, so a concurrent writer (or an erase) makes it redo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from ..contract import Message, Outline, Stored, Summary
+from ..summarizer import Ask
+
+
+class Store(Protocol):
+    """What the plugin needs from a database. One contract test suite runs against each."""
+
+    url: str
+
+    async def open(self) -> None:
+        """Connect and apply any migration not yet recorded."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def add(self, message: Message, weight: int) -> Stored | None:
+        """Store a message with the thread's next seq; None when it was already stored as is.
+
+        Raises ConflictError when the id is stored with other content.
+        """
+        ...
+
+    async def outline(self, thread: str) -> Outline | None:
+        """The thread's outline with its tail, or None when the thread has no messages."""
+        ...
+
+    async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
+        """Stored messages of the thread with seq > `after`, in seq order."""
+        ...
+
+    async def message(self, id: str) -> Stored | None: ...
+
+    async def messages(self, thread: str, first: int, last: int) -> list[Stored]:
+        """The thread's messages with `first <= seq <= last`, in seq order."""
+        ...
+
+    async def summary(self, thread: str, level: int, index: int) -> Summary | None: ...
+
+    async def summaries(self, thread: str | None = None) -> list[Summary]:
+        """Every node, sorted by thread, level, index."""
+        ...
+
+    async def commit(
+        self,
+        before: Outline,
+        after: Outline,
+        written: Sequence[Summary],
+        asks: Sequence[Ask],
+        model: str,
+        *,
+        lines_changed: bool,
+    ) -> bool:
+        """Write a batch in one transaction if the outline is still `before`; False if not."""
+        ...
+
+    async def erase(self, thread: str) -> bool:
+        """Delete the thread's messages, summaries, outline and calls in one transaction."""
+        ...
+
+    async def threads(self) -> list[str]:
+        """Every thread with stored messages, sorted."""
+        ...
+
+    async def behind(self) -> list[str]:
+        """Threads with stored messages not yet processed."""
+        ...
+
+    async def calls(self, thread: str | None = None) -> list[Ask]:
+        """Recorded summarizer calls, in the order they were made."""
+        ...
+
+
+def open_store(where: str | Path) -> Store:
+    """A store for a path (SQLite) or a `postgresql://` URL."""
+    text = str(where)
+    if text.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresStore
+
+        return PostgresStore(text)
+    from .sqlite import SQLiteStore
+
+    return SQLiteStore(text.removeprefix("sqlite:///").removeprefix("sqlite://"))

@@ -1,0 +1,170 @@
+"""Rows to data and back, shared by the SQLite and PostgreSQL stores; and the migrations."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..contract import Entry, File, Message, Outline, Stored, Summary, TailItem, format_at
+from ..summarizer import Ask
+
+COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("0001_message", "message.sql"),
+    ("0002_summary", "summary.sql"),
+    ("0003_outline", "outline.sql"),
+    ("0004_call", "call.sql"),
+)
+"""Named steps, applied in order, each in its own transaction and recorded in `migration`."""
+
+MIGRATION_TABLE = "CREATE TABLE IF NOT EXISTS migration (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
+
+MESSAGE_COLUMNS = 'id, thread, seq, idx, author, "to", text, at, step, files, weight'
+SUMMARY_COLUMNS = "thread, level, idx, text, bytes, message, at"
+OUTLINE_COLUMNS = (
+    "thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining, "
+    "position, version"
+)
+CALL_COLUMNS = (
+    "thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens, output_tokens"
+)
+
+
+def statements(filename: str) -> list[str]:
+    """The SQL statements of one collection file, comments dropped."""
+    text = (COLLECTIONS / filename).read_text(encoding="utf-8")
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    return [part.strip() for part in code.split(";") if part.strip()]
+
+
+def parse(at: str | None) -> datetime | None:
+    return None if at is None else datetime.fromisoformat(at)
+
+
+def when(at: datetime | None) -> str | None:
+    return None if at is None else format_at(at)
+
+
+def message_row(message: Message, seq: int, index: int | None, weight: int) -> tuple[Any, ...]:
+    m = message
+    return (
+        m.id, m.thread, seq, index, m.author, m.to, m.text, format_at(m.at), m.step,
+        m.files_json(), weight,
+    )  # fmt: skip
+
+
+def stored_from_row(row: Sequence[Any]) -> Stored:
+    id, thread, seq, index, author, to, text, at, step, files, weight = row
+    message = Message(
+        id=id,
+        thread=thread,
+        author=author,
+        to=to,
+        text=text,
+        at=datetime.fromisoformat(at),
+        step=bool(step),
+        files=tuple(File(**f) for f in json.loads(files)),
+    )
+    return Stored(message=message, seq=seq, index=index, weight=weight)
+
+
+def summary_row(node: Summary) -> tuple[Any, ...]:
+    return (
+        node.thread, node.level, node.index, node.text, node.bytes, node.message, format_at(node.at),
+    )  # fmt: skip
+
+
+def summary_from_row(row: Sequence[Any]) -> Summary:
+    thread, level, index, text, size, message, at = row
+    return Summary(
+        thread=thread,
+        level=level,
+        index=index,
+        text=text,
+        bytes=size,
+        message=message,
+        at=datetime.fromisoformat(at),
+    )
+
+
+def new_outline_row(thread: str) -> tuple[Any, ...]:
+    """The row of a thread's first message: nothing processed yet, a fresh epoch."""
+    return (thread, uuid.uuid4().hex, "[]", 0, 0, None, None, None, 0, 0, False, -1, 0)
+
+
+def lines_json(lines: Sequence[Entry]) -> str:
+    return json.dumps([[level, index, size, format_at(at)] for level, index, size, at in lines])
+
+
+def outline_from_row(row: Sequence[Any], tail: Sequence[Sequence[Any]]) -> Outline:
+    (thread, epoch, lines, size, boundary, since, cut_at, gone, _start, tokens, draining,
+     position, version) = row  # fmt: skip
+    return Outline(
+        thread=thread,
+        epoch=epoch,
+        version=version,
+        lines=[(lv, ix, by, datetime.fromisoformat(at)) for lv, ix, by, at in json.loads(lines)],
+        bytes=size,
+        boundary=boundary,
+        since=parse(since),
+        cut_at=parse(cut_at),
+        gone=parse(gone),
+        tail=deque(
+            TailItem(id=id, weight=weight, at=datetime.fromisoformat(at), step=bool(step), seq=seq)
+            for id, weight, at, step, seq in tail
+        ),
+        tokens=tokens,
+        draining=bool(draining),
+        position=position,
+    )
+
+
+def outline_update(after: Outline, *, lines_changed: bool) -> tuple[str, list[Any]]:
+    """The SET clause and its values for a commit (lines only when they changed)."""
+    start = after.tail[0].seq if after.tail else after.position + 1
+    columns = ["bytes", "boundary", "since", "cut_at", "gone", "tail_start", "tokens", "draining",
+               "position"]  # fmt: skip
+    values: list[Any] = [
+        after.bytes, after.boundary, when(after.since), when(after.cut_at), when(after.gone),
+        start, after.tokens, after.draining, after.position,
+    ]  # fmt: skip
+    if lines_changed:
+        columns.append("lines")
+        values.append(lines_json(after.lines))
+    return ", ".join(f"{c} = ?" for c in columns), values
+
+
+def call_key(model: str, prompts: Sequence[str]) -> str:
+    """The pin of a conversation: its model (name, settings, instructions) and every prompt."""
+    return hashlib.sha256(json.dumps([model, list(prompts)]).encode("utf-8")).hexdigest()
+
+
+def call_row(ask: Ask, model: str, n: int) -> tuple[Any, ...]:
+    return (
+        ask.thread, call_key(model, ask.prompts), n, model, ask.level, ask.index,
+        json.dumps(list(ask.prompts), ensure_ascii=False),
+        json.dumps(list(ask.answers), ensure_ascii=False),
+        ask.line, ask.outcome, ask.input_tokens, ask.output_tokens,
+    )  # fmt: skip
+
+
+def ask_from_row(row: Sequence[Any]) -> Ask:
+    (thread, _key, _n, _model, level, index, prompts, answers, line, outcome, input_tokens,
+     output_tokens) = row  # fmt: skip
+    return Ask(
+        thread=thread,
+        level=level,
+        index=index,
+        prompts=tuple(json.loads(prompts)),
+        answers=tuple(json.loads(answers)),
+        line=line,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        outcome=outcome,
+    )

@@ -1,0 +1,252 @@
+"""The embedded default: an aiosqlite store (WAL, explicit `BEGIN IMMEDIATE` transactions).
+
+One connection serves the process; every statement runs under one lock, so a task never reads
+another task's uncommitted writes. Driver errors become StoreError here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from ..contract import Message, Outline, Stored, Summary
+from ..errors import ClosedError, ConflictError, StoreError
+from ..summarizer import Ask
+from . import rows
+from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SUMMARY_COLUMNS
+
+
+class _Stale(Exception):
+    """The outline changed under a batch: roll back, and tell the caller to redo."""
+
+
+class SQLiteStore:
+    """The collections in one SQLite file (or `:memory:`)."""
+
+    def __init__(self, path: str) -> None:
+        self.url = path
+        self._db: aiosqlite.Connection | None = None
+        self._lock = anyio.Lock()
+
+    async def open(self) -> None:
+        try:
+            self._db = await aiosqlite.connect(self.url, isolation_level=None)
+            for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "busy_timeout = 30000"):
+                await self._db.execute(f"PRAGMA {pragma}")
+        except sqlite3.Error as exc:
+            await self.close()
+            raise StoreError(f"cannot open the SQLite store {self.url!r}: {exc}") from exc
+        await self._migrate()
+
+    async def close(self) -> None:
+        if self._db is not None:
+            db, self._db = self._db, None
+            await db.close()
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            if self._db is None:
+                raise ClosedError(f"the store {self.url!r} is closed")
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self.url!r}: {exc}") from exc
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._read() as db:
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await db.execute("ROLLBACK")
+                raise
+            await db.execute("COMMIT")
+
+    async def _migrate(self) -> None:
+        async with self._read() as db:
+            tables = {r[0] for r in await db.execute_fetchall(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
+        if tables and "migration" not in tables:
+            await self.close()
+            raise StoreError(f"{self.url!r} is not a chat-history database (tables: {sorted(tables)})")
+        async with self._write() as db:
+            await db.execute(rows.MIGRATION_TABLE)
+        async with self._read() as db:
+            done = {r[0] for r in await db.execute_fetchall("SELECT name FROM migration")}
+        unknown = done - {name for name, _ in rows.MIGRATIONS}
+        if unknown:
+            await self.close()
+            raise StoreError(f"{self.url!r} was written by a newer chat-history: {sorted(unknown)}")
+        for name, filename in rows.MIGRATIONS:
+            if name in done:
+                continue
+            async with self._write() as db:
+                for statement in rows.statements(filename):
+                    await db.execute(statement)
+                await db.execute(
+                    "INSERT INTO migration (name, applied) VALUES (?, ?)",
+                    (name, datetime.now(UTC).isoformat()),
+                )
+
+    async def add(self, message: Message, weight: int) -> Stored | None:
+        async with self._write() as db:
+            found = await _one(db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", message.id)
+            if found is not None:
+                stored = rows.stored_from_row(found)
+                if stored.message.content == message.content:
+                    return None
+                raise ConflictError(
+                    f"message id {message.id!r} is already stored with other content "
+                    f"(thread {stored.message.thread!r}); the stored message is kept",
+                    field="id",
+                )
+            seq, index = await _one(
+                db,
+                "SELECT coalesce(max(seq), -1) + 1, coalesce(max(idx), -1) + 1 "
+                "FROM message WHERE thread = ?",
+                message.thread,
+            ) or (0, 0)
+            index = None if message.step else index
+            await db.execute(
+                f"INSERT INTO message ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                rows.message_row(message, seq, index, weight),
+            )
+            await db.execute(
+                f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT (thread) DO NOTHING",
+                rows.new_outline_row(message.thread),
+            )
+        return Stored(message=message, seq=seq, index=index, weight=weight)
+
+    async def outline(self, thread: str) -> Outline | None:
+        async with self._read() as db:
+            row = await _one(db, f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?", thread)
+            if row is None:
+                return None
+            start, position = row[8], row[11]
+            tail = await db.execute_fetchall(
+                "SELECT id, weight, at, step, seq FROM message "
+                "WHERE thread = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+                (thread, start, position),
+            )
+        return rows.outline_from_row(row, list(tail))
+
+    async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (thread, after, limit),
+            )
+        return [rows.stored_from_row(r) for r in found]
+
+    async def message(self, id: str) -> Stored | None:
+        async with self._read() as db:
+            row = await _one(db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", id)
+        return None if row is None else rows.stored_from_row(row)
+
+    async def messages(self, thread: str, first: int, last: int) -> list[Stored]:
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND seq >= ? AND seq <= ? "
+                "ORDER BY seq",
+                (thread, first, last),
+            )
+        return [rows.stored_from_row(r) for r in found]
+
+    async def summary(self, thread: str, level: int, index: int) -> Summary | None:
+        async with self._read() as db:
+            row = await _one(
+                db,
+                f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = ? AND level = ? AND idx = ?",
+                thread, level, index,
+            )  # fmt: skip
+        return None if row is None else rows.summary_from_row(row)
+
+    async def summaries(self, thread: str | None = None) -> list[Summary]:
+        where, args = ("WHERE thread = ?", (thread,)) if thread is not None else ("", ())
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                f"SELECT {SUMMARY_COLUMNS} FROM summary {where} ORDER BY thread, level, idx", args
+            )
+        return [rows.summary_from_row(r) for r in found]
+
+    async def commit(
+        self,
+        before: Outline,
+        after: Outline,
+        written: Sequence[Summary],
+        asks: Sequence[Ask],
+        model: str,
+        *,
+        lines_changed: bool,
+    ) -> bool:
+        assignments, values = rows.outline_update(after, lines_changed=lines_changed)
+        try:
+            async with self._write() as db:
+                cursor = await db.execute(
+                    f"UPDATE outline SET {assignments}, version = version + 1 "
+                    "WHERE thread = ? AND epoch = ? AND version = ?",
+                    (*values, before.thread, before.epoch, before.version),
+                )
+                if cursor.rowcount != 1:
+                    raise _Stale
+                await db.executemany(
+                    f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                    [rows.summary_row(node) for node in written],
+                )
+                if asks:
+                    (n,) = await _one(
+                        db, "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = ?", before.thread
+                    ) or (0,)
+                    await db.executemany(
+                        f"INSERT INTO call ({CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+                        "ON CONFLICT (thread, key) DO NOTHING",
+                        [rows.call_row(ask, model, n + k) for k, ask in enumerate(asks)],
+                    )
+        except _Stale:
+            return False
+        return True
+
+    async def erase(self, thread: str) -> bool:
+        async with self._write() as db:
+            erased = 0
+            for table in ("message", "summary", "outline", "call"):
+                cursor = await db.execute(f"DELETE FROM {table} WHERE thread = ?", (thread,))
+                erased += max(cursor.rowcount, 0)
+        return erased > 0
+
+    async def threads(self) -> list[str]:
+        async with self._read() as db:
+            found = await db.execute_fetchall("SELECT thread FROM outline ORDER BY thread")
+        return [r[0] for r in found]
+
+    async def behind(self) -> list[str]:
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                "SELECT o.thread FROM outline o WHERE EXISTS (SELECT 1 FROM message m "
+                "WHERE m.thread = o.thread AND m.seq > o.position) ORDER BY o.thread"
+            )
+        return [r[0] for r in found]
+
+    async def calls(self, thread: str | None = None) -> list[Ask]:
+        where, args = ("WHERE thread = ?", (thread,)) if thread is not None else ("", ())
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                f"SELECT {CALL_COLUMNS} FROM call {where} ORDER BY thread, n", args
+            )
+        return [rows.ask_from_row(r) for r in found]
+
+
+async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:
+    cursor = await db.execute(sql, args)
+    return await cursor.fetchone()

@@ -1,0 +1,127 @@
+"""The simulate trace (SPEC section 8): the plugin's whole state as one JSON object.
+
+Two implementations that follow the SPEC print the same object for the same input, so this is
+what parity is checked on: every ask, every node of every tree, every outline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from .contract import Message, Outline, Summary, format_at
+from .errors import InputError
+from .plugin import History
+from .settings import HistorySettings
+from .summarizer import Ask
+
+Json = dict[str, Any]
+
+
+def ask_json(ask: Ask) -> Json:
+    return {
+        "thread": ask.thread,
+        "prompts": list(ask.prompts),
+        "answers": list(ask.answers),
+        "line": ask.line,
+    }
+
+
+def summary_json(node: Summary) -> Json:
+    return {
+        "thread": node.thread,
+        "level": node.level,
+        "index": node.index,
+        "text": node.text,
+        "bytes": node.bytes,
+        "message": node.message,
+        "at": format_at(node.at),
+    }
+
+
+def outline_json(o: Outline) -> Json:
+    def at(value: Any) -> str | None:
+        return None if value is None else format_at(value)
+
+    return {
+        "thread": o.thread,
+        "lines": [[level, index, size, format_at(when)] for level, index, size, when in o.lines],
+        "bytes": o.bytes,
+        "boundary": o.boundary,
+        "since": at(o.since),
+        "gone": at(o.gone),
+        "tokens": o.tokens,
+        "draining": o.draining,
+        "tail": [[t.id, t.weight, format_at(t.at), t.step] for t in o.tail],
+    }
+
+
+async def snapshot(history: History, asks: Iterable[Ask]) -> Json:
+    """The trace of everything the plugin holds now, with the asks made so far."""
+    outlines = []
+    for thread in await history.store.threads():
+        outline = await history.store.outline(thread)
+        if outline is not None:
+            outlines.append(outline_json(outline))
+    return {
+        "asks": [ask_json(a) for a in asks],
+        "summaries": [summary_json(s) for s in await history.store.summaries()],
+        "outlines": outlines,
+    }
+
+
+Event = Message | tuple[str, str]
+"""A line of a simulate file: a message, or `("thread.deleted", thread)`."""
+
+
+def parse_line(raw: bytes) -> Event:
+    """One JSONL line as a message or an event; anything else is an InputError saying why."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8: {exc}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"not a JSON object: {text.strip()[:80]!r}")
+    if "event" in value:
+        if value["event"] != "thread.deleted":
+            raise InputError(f"unknown event {value['event']!r}", field="event")
+        thread = value.get("thread")
+        if not isinstance(thread, str) or not thread:
+            raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
+        return ("thread.deleted", thread)
+    return Message.from_json(value)
+
+
+async def simulate(
+    lines: Iterable[bytes],
+    settings: HistorySettings,
+    *,
+    store: str = ":memory:",
+    report: Any = None,
+) -> Json:
+    """Run the real plugin over JSONL lines, each handled completely before the next.
+
+    Bad lines are reported through `report(number, reason)` and leave nothing in the trace.
+    """
+    asks: list[Ask] = []
+    async with History(settings, store=store, on_ask=asks.append, pause=0.0) as history:
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                event = parse_line(raw)
+                if isinstance(event, Message):
+                    await history.message_created(event)
+                else:
+                    await history.thread_deleted(event[1])
+            except InputError as exc:
+                if report is not None:
+                    report(number, str(exc))
+                continue
+            await history.wait()
+        return await snapshot(history, asks)

@@ -1,0 +1,122 @@
+"""The processor `history.compact`: each message joins the tail, the tail is cut, the outline folds.
+
+The tail grows a message at a time and shrinks in one batch (the cut); the outline grows with
+the lines of what left and, past its maximum, merges its most overdue pairs (the fold). Between
+cuts and folds nothing at the start of an agent's prompt moves (SPEC section 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from history.contract import Outline, Stored
+from history.settings import HistorySettings
+
+from .summarize import LineWriter, Nodes, summarize
+
+MessageReader = Callable[[str], Awaitable[Stored | None]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    """What processing one message did to its thread's outline."""
+
+    cut: bool
+    """At least one message left the tail."""
+    folded: bool
+    """At least one pair of lines merged into its parent."""
+
+
+class Vanished(Exception):
+    """A message the outline names is gone: the thread was erased under the batch."""
+
+
+async def compact(
+    outline: Outline,
+    stored: Stored,
+    nodes: Nodes,
+    write: LineWriter,
+    read: MessageReader,
+    settings: HistorySettings,
+) -> Change:
+    """Move `outline` forward by one message: join the tail, cut, fold. Mutates `outline`."""
+    outline.tail.append(stored.tail_item())
+    outline.tokens += stored.weight
+    outline.position = stored.seq
+    cut = await _cut(outline, nodes, write, read, settings) if outline.tokens > settings.tail[1] else False
+    if cut:
+        outline.cut_at = stored.message.at
+    outline.since = outline.tail[0].at
+    folded = await fold(outline, nodes, settings.outline)
+    return Change(cut=cut, folded=folded)
+
+
+async def _cut(
+    outline: Outline, nodes: Nodes, write: LineWriter, read: MessageReader, settings: HistorySettings
+) -> bool:
+    low = settings.tail[0]
+    shared = sum(not item.step for item in outline.tail)
+    left = False
+    while outline.tokens > low and len(outline.tail) > 1:
+        oldest = outline.tail[0]
+        if not oldest.step and shared <= settings.kept:
+            break  # the newest `kept` shared messages stay whole, however much they weigh
+        outline.tail.popleft()
+        outline.tokens -= oldest.weight
+        outline.gone = oldest.at if outline.gone is None else max(outline.gone, oldest.at)
+        left = True
+        if oldest.step:
+            continue  # a step leaves without a line
+        shared -= 1
+        line = await nodes.get(0, outline.boundary)
+        if line is None:
+            message = await read(oldest.id)
+            if message is None:
+                raise Vanished(oldest.id)
+            await summarize(message, nodes, write, limit=settings.line)
+            line = await nodes.get(0, outline.boundary)
+            assert line is not None
+        outline.lines.append((0, outline.boundary, line.bytes, oldest.at))
+        outline.bytes += line.bytes + 1
+        outline.boundary += 1
+    return left
+
+
+async def fold(outline: Outline, nodes: Nodes, bounds: tuple[int, int]) -> bool:
+    """Merge the most overdue pairs of lines until the outline is back under `bounds[0]`.
+
+    A pair is two neighbours at level L with indices 2k and 2k + 1 whose parent is built; its due
+    is `(boundary - last) / 2**L`, `last` being the pair's last message. The highest due merges
+    first, the oldest among equals. When no pair can merge, the fold goes on at the next message.
+    """
+    low, high = bounds
+    if not (outline.bytes > high or outline.draining):
+        return False
+    outline.draining = True
+    lines, folded = outline.lines, False
+    while outline.bytes > low:
+        best: tuple[Fraction, int] | None = None
+        for pos in range(len(lines) - 1):
+            level, index, _, _ = lines[pos]
+            if index % 2 or lines[pos + 1][0] != level or lines[pos + 1][1] != index + 1:
+                continue
+            span = 2**level
+            due = Fraction(outline.boundary - ((index + 2) * span - 1), span)
+            if best is not None and due <= best[0]:
+                continue
+            if await nodes.get(level + 1, index // 2) is not None:
+                best = (due, pos)
+        if best is None:
+            break
+        pos = best[1]
+        (level, index, left_bytes, left_at), (_, _, right_bytes, right_at) = lines[pos : pos + 2]
+        parent = await nodes.get(level + 1, index // 2)
+        assert parent is not None
+        lines[pos : pos + 2] = [(level + 1, index // 2, parent.bytes, max(left_at, right_at))]
+        outline.bytes += (parent.bytes + 1) - (left_bytes + 1) - (right_bytes + 1)
+        folded = True
+    if outline.bytes <= low:
+        outline.draining = False
+    return folded
