@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
 
 from .errors import ConfigurationError, HistoryError
-from .settings import parse_pair, settings_from_env
+from .settings import HistorySettings, parse_pair, settings_from_env
 
 
-def _pair(name: str) -> object:
+def _pair(name: str) -> Callable[[str], tuple[int, int]]:
     def read(text: str) -> tuple[int, int]:
         try:
             return parse_pair(text, name=name)
@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def settings_of(args: argparse.Namespace) -> object:
+def settings_of(args: argparse.Namespace) -> HistorySettings:
     return settings_from_env(
         summarizer=args.summarizer,
         line=args.line,
@@ -73,11 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .settings import HistorySettings
     from .trace import simulate
 
     settings = settings_of(args)
-    assert isinstance(settings, HistorySettings)
     try:
         data = args.file.read_bytes()
     except OSError as exc:

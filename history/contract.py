@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from .errors import InputError
 
@@ -30,7 +30,9 @@ class File:
         if self.mime is not None:
             _text("files.mime", self.mime)
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
-            raise InputError(f"files.size must be a whole number >= 0, got {self.size!r}", field="files.size")
+            raise InputError(
+                f"files.size must be a whole number >= 0, got {self.size!r}", field="files.size"
+            )
 
     @property
     def kind(self) -> FileKind:
@@ -166,7 +168,9 @@ def parse_at(value: object) -> datetime:
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
-            raise InputError(f"at must be ISO 8601 with an offset, got {value!r}", field="at") from None
+            raise InputError(
+                f"at must be ISO 8601 with an offset, got {value!r}", field="at"
+            ) from None
     if not isinstance(value, datetime) or value.utcoffset() is None:
         raise InputError(f"at must be ISO 8601 with an offset, got {value!r}", field="at")
     return value
@@ -183,7 +187,9 @@ def _text(name: str, value: object) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InputError(f"{name} is not valid UTF-8 (a lone surrogate?): {value!r}", field=name) from None
+        raise InputError(
+            f"{name} is not valid UTF-8 (a lone surrogate?): {value!r}", field=name
+        ) from None
     return value
 
 
@@ -197,7 +203,7 @@ def _optional_text(name: str, value: object) -> str | None:
     return None if value is None else _text(name, value)
 
 
-def _wrong(name: str, value: object, expected: str) -> Any:
+def _wrong(name: str, value: object, expected: str) -> NoReturn:
     raise InputError(f"{name} must be {expected}, got {value!r}", field=name)
 
 

@@ -1,13 +1,13 @@
 """The errors chat-history raises, one small family.
 
-    HistoryError
-     ├── ConfigurationError   settings that cannot work (refused at startup)
-     ├── InputError           a message or event refused before anything is written
-     │    └── ConflictError   an id already stored with other content
-     ├── StoreError           the store failed, or is not ours (driver errors translated once)
-     │    └── ClosedError     the plugin or store was used after it was closed
-     ├── NotFoundError        a thread or node that does not exist
-     └── SummarizerError      the summarizer raised or timed out (the batch is retried)
+HistoryError
+ ├── ConfigurationError   settings that cannot work (refused at startup)
+ ├── InputError           a message or event refused before anything is written
+ │    └── ConflictError   an id already stored with other content
+ ├── StoreError           the store failed, or is not ours (driver errors translated once)
+ │    └── ClosedError     the plugin or store was used after it was closed
+ ├── NotFoundError        a thread or node that does not exist
+ └── SummarizerError      the summarizer raised or timed out (the batch is retried)
 """
 
 from __future__ import annotations

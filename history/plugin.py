@@ -254,7 +254,9 @@ class History:
     async def _process(self, state: Outline, stored: Stored) -> Outline:
         """Process one message: model calls first, then one transaction with a version check."""
         work = state.copy()
-        nodes = Nodes(state.thread, lambda level, index: self.store.summary(state.thread, level, index))
+        nodes = Nodes(
+            state.thread, lambda level, index: self.store.summary(state.thread, level, index)
+        )
         asks: list[Ask] = []
 
         async def write_line(task: Task) -> str:
@@ -263,7 +265,9 @@ class History:
             return ask.line
 
         try:
-            change = await compact(work, stored, nodes, write_line, self.store.message, self.settings)
+            change = await compact(
+                work, stored, nodes, write_line, self.store.message, self.settings
+            )
         except Vanished:
             raise _Stale from None
         committed = await self.store.commit(

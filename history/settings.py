@@ -46,20 +46,20 @@ class HistorySettings:
             low, high = _pair(name, getattr(self, name))
             if low >= high:
                 raise ConfigurationError(
-                    f"{name} must grow from its first number to a larger second, got {(low, high)!r}"
+                    f"{name} must grow from its first number to a larger one, got {(low, high)!r}"
                 )
             object.__setattr__(self, name, (low, high))
         if not isinstance(self.encoding, str) or not self.encoding:
-            raise ConfigurationError(f"encoding must name a tiktoken encoding, got {self.encoding!r}")
+            raise ConfigurationError(
+                f"encoding must name a tiktoken encoding, got {self.encoding!r}"
+            )
 
     def with_changes(self, **changes: Any) -> HistorySettings:
         """A copy with some settings changed, validated again."""
         return replace(self, **changes)
 
 
-def settings_from_env(
-    environ: Mapping[str, str] | None = None, **explicit: Any
-) -> HistorySettings:
+def settings_from_env(environ: Mapping[str, str] | None = None, **explicit: Any) -> HistorySettings:
     """Settings for the command line and demos: `HISTORY_TAIL=40,80` overrides the default tail.
 
     Explicit keyword arguments (a `--tail` on the command line, say) beat the environment; a
@@ -80,7 +80,9 @@ def parse_pair(text: str, *, name: str) -> tuple[int, int]:
     try:
         low, high = (int(part.strip()) for part in parts)
     except ValueError:
-        raise ConfigurationError(f"{name} must be two whole numbers like 40,80, got {text!r}") from None
+        raise ConfigurationError(
+            f"{name} must be two whole numbers like 40,80, got {text!r}"
+        ) from None
     return low, high
 
 

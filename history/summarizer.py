@@ -72,7 +72,7 @@ class Ask:
     input_tokens: int
     output_tokens: int
     outcome: Literal["fit", "cut", "fallback"]
-    """`fit`: an answer fitted; `cut`: every try was too long or empty; `fallback`: it kept failing."""
+    """`fit`: an answer fitted; `cut`: no try fitted; `fallback`: the ask kept failing."""
 
 
 class Summarizer(Protocol):

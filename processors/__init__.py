@@ -1,1 +1,1 @@
-"""The event handlers: `compact` (tail, cut, fold), `summarize` (lines, merges), `weight`, `erase`."""
+"""The event handlers: `compact` (tail, cut, fold), `summarize`, `weight` and `erase`."""

@@ -45,7 +45,11 @@ async def compact(
     outline.tail.append(stored.tail_item())
     outline.tokens += stored.weight
     outline.position = stored.seq
-    cut = await _cut(outline, nodes, write, read, settings) if outline.tokens > settings.tail[1] else False
+    cut = (
+        await _cut(outline, nodes, write, read, settings)
+        if outline.tokens > settings.tail[1]
+        else False
+    )
     if cut:
         outline.cut_at = stored.message.at
     outline.since = outline.tail[0].at
@@ -54,7 +58,11 @@ async def compact(
 
 
 async def _cut(
-    outline: Outline, nodes: Nodes, write: LineWriter, read: MessageReader, settings: HistorySettings
+    outline: Outline,
+    nodes: Nodes,
+    write: LineWriter,
+    read: MessageReader,
+    settings: HistorySettings,
 ) -> bool:
     low = settings.tail[0]
     shared = sum(not item.step for item in outline.tail)

@@ -53,7 +53,5 @@ def file_tokens(f: File) -> int:
 def weight(m: Message, encoding_name: str) -> int:
     """The tokens of the message as an agent reads it, plus 4, plus its files'."""
     return (
-        tokens(render(m), encoding_name)
-        + MESSAGE_OVERHEAD
-        + sum(file_tokens(f) for f in m.files)
+        tokens(render(m), encoding_name) + MESSAGE_OVERHEAD + sum(file_tokens(f) for f in m.files)
     )

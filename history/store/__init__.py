@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..contract import Message, Outline, Stored, Summary
+from ..errors import ConfigurationError
 from ..summarizer import Ask
 
 
@@ -87,9 +88,7 @@ def open_store(where: str | Path) -> Store:
     """A store for a path (SQLite) or a `postgresql://` URL."""
     text = str(where)
     if text.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresStore
-
-        return PostgresStore(text)
+        raise ConfigurationError(f"no PostgreSQL store in this version: {text!r}")
     from .sqlite import SQLiteStore
 
     return SQLiteStore(text.removeprefix("sqlite:///").removeprefix("sqlite://"))

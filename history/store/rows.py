@@ -23,7 +23,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 
-MIGRATION_TABLE = "CREATE TABLE IF NOT EXISTS migration (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
+MIGRATION_TABLE = (
+    "CREATE TABLE IF NOT EXISTS migration (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
+)
 
 MESSAGE_COLUMNS = 'id, thread, seq, idx, author, "to", text, at, step, files, weight'
 SUMMARY_COLUMNS = "thread, level, idx, text, bytes, message, at"
@@ -32,7 +34,8 @@ OUTLINE_COLUMNS = (
     "position, version"
 )
 CALL_COLUMNS = (
-    "thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens, output_tokens"
+    "thread, key, n, model, level, idx, prompts, answers, line, outcome, "
+    "input_tokens, output_tokens"
 )
 
 
@@ -75,9 +78,8 @@ def stored_from_row(row: Sequence[Any]) -> Stored:
 
 
 def summary_row(node: Summary) -> tuple[Any, ...]:
-    return (
-        node.thread, node.level, node.index, node.text, node.bytes, node.message, format_at(node.at),
-    )  # fmt: skip
+    n = node
+    return (n.thread, n.level, n.index, n.text, n.bytes, n.message, format_at(n.at))
 
 
 def summary_from_row(row: Sequence[Any]) -> Summary:

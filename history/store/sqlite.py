@@ -77,7 +77,9 @@ class SQLiteStore:
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
         if tables and "migration" not in tables:
             await self.close()
-            raise StoreError(f"{self.url!r} is not a chat-history database (tables: {sorted(tables)})")
+            raise StoreError(
+                f"{self.url!r} is not a chat-history database (tables: {sorted(tables)})"
+            )
         async with self._write() as db:
             await db.execute(rows.MIGRATION_TABLE)
         async with self._read() as db:
@@ -99,7 +101,9 @@ class SQLiteStore:
 
     async def add(self, message: Message, weight: int) -> Stored | None:
         async with self._write() as db:
-            found = await _one(db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", message.id)
+            found = await _one(
+                db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", message.id
+            )
             if found is not None:
                 stored = rows.stored_from_row(found)
                 if stored.message.content == message.content:
@@ -206,7 +210,9 @@ class SQLiteStore:
                 )
                 if asks:
                     (n,) = await _one(
-                        db, "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = ?", before.thread
+                        db,
+                        "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = ?",
+                        before.thread,
                     ) or (0,)
                     await db.executemany(
                         f"INSERT INTO call ({CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "

@@ -1,0 +1,94 @@
+"""The history tests' runtime: asyncio (aiosqlite runs on it only), small budgets, helpers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from history import History, HistorySettings, Message
+from history.summarizer import Ask
+
+START = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def message(
+    n: int,
+    text: str,
+    *,
+    thread: str = "t",
+    author: str = "Ana",
+    to: str = "north",
+    step: bool = False,
+    **extra: Any,
+) -> Message:
+    """Message `n` of a thread, one minute after the one before."""
+    return Message(
+        id=f"{thread}-{n}",
+        thread=thread,
+        author=author,
+        to=to,
+        text=text,
+        at=START + timedelta(minutes=n),
+        step=step,
+        **extra,
+    )
+
+
+def exchange(texts: Iterable[str], *, thread: str = "t", start: int = 0) -> list[Message]:
+    """Ana says each text to north, and north answers `ok`."""
+    out: list[Message] = []
+    for k, text in enumerate(texts):
+        n = start + 2 * k
+        out.append(message(n, text, thread=thread))
+        out.append(message(n + 1, "ok", thread=thread, author="north", to="Ana"))
+    return out
+
+
+class Run:
+    """An open History with the asks it made, for tests."""
+
+    def __init__(self, history: History, asks: list[Ask]) -> None:
+        self.history = history
+        self.asks = asks
+
+    async def send(self, *messages: Message) -> None:
+        for m in messages:
+            await self.history.message_created(m)
+        await self.history.wait()
+
+
+@pytest.fixture
+def open_history(tmp_path: Path) -> Callable[..., Any]:
+    """`async with open_history(summarizer="scripted", tail=(25, 50)) as run:` a fresh store."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def opener(
+        *,
+        store: Any = None,
+        model: Any = None,
+        plugin: dict[str, Any] | None = None,
+        **settings: Any,
+    ) -> AsyncIterator[Run]:
+        settings.setdefault("summarizer", "scripted")
+        asks: list[Ask] = []
+        history = History(
+            HistorySettings(**settings),
+            store=store or tmp_path / "history.sqlite",
+            model=model,
+            on_ask=asks.append,
+            **{"pause": 0.0, **(plugin or {})},
+        )
+        async with history:
+            yield Run(history, asks)
+
+    return opener
