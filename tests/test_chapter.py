@@ -41,9 +41,13 @@ async def test_past_the_tail_long_messages_are_compressed_and_ok_is_its_own_line
     # The first pair is joined without a call, and so is the pair above it.
     assert nodes[(1, 0)] == "S0\nnorth → Ana: ok"
     assert nodes[(2, 0)] == "S0\nnorth → Ana: ok\nS2\nnorth → Ana: ok"
-    assert run.asks[0].prompts[0].startswith(
-        "Compaction: compress message 0 into one line of at most 512 bytes (about 70 words), "
-        "no longer than this ruler:\n" + "-" * 512 + "\n<input>\nAna → north: We should plan"
+    assert (
+        run.asks[0]
+        .prompts[0]
+        .startswith(
+            "Compaction: compress message 0 into one line of at most 512 bytes (about 70 words), "
+            "no longer than this ruler:\n" + "-" * 512 + "\n<input>\nAna → north: We should plan"
+        )
     )
 
 
@@ -69,9 +73,7 @@ async def test_run_it_short_messages_build_the_tree_by_joins_alone(open_history:
     messages = []
     for k, text in enumerate(said):
         messages.append(message(2 * k, text))
-        messages.append(
-            message(2 * k + 1, f"You said: Ana: {text}", author="north", to="Ana")
-        )
+        messages.append(message(2 * k + 1, f"You said: Ana: {text}", author="north", to="Ana"))
     async with open_history(summarizer="echo", tail=(40, 80)) as run:
         await run.send(*messages)
         nodes = await run.history.store.summaries()

@@ -30,8 +30,15 @@ def outline(lines: list[tuple[int, int]], boundary: int, *, line_bytes: int = 10
 
 def tree(*built: tuple[int, int], line_bytes: int = 100) -> Nodes:
     known = {
-        key: Summary(thread="t", level=key[0], index=key[1], text="x" * line_bytes,
-                     bytes=line_bytes, message=None, at=START)  # fmt: skip
+        key: Summary(
+            thread="t",
+            level=key[0],
+            index=key[1],
+            text="x" * line_bytes,
+            bytes=line_bytes,
+            message=None,
+            at=START,
+        )
         for key in built
     }
 
