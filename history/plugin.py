@@ -311,8 +311,9 @@ class History:
                 self.counters.fallbacks += 1
                 log.error(
                     "thread %r: the ask for node (%d, %d) failed %d times; its line is cut",
-                    task.thread, task.level, task.index, failed[key], extra={"chat_thread": task.thread},
-                )  # fmt: skip
+                    *(task.thread, task.level, task.index, failed[key]),
+                    extra={"chat_thread": task.thread},
+                )
                 raise Exhausted(f"thread {task.thread!r}: the ask kept failing") from exc
             raise SummarizerError(f"summarizer {self.summarizer.name!r} failed: {exc!r}") from exc
         memory[key] = reply

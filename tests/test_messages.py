@@ -76,7 +76,7 @@ def test_json_messages_take_null_and_missing_as_empty() -> None:
             "to": None,
             "step": None,
             "files": None,
-        }  # fmt: skip
+        }
     )
     assert (m.to, m.step, m.files, m.author) == ("", False, (), "")
     assert m.at == START + timedelta(minutes=0)
