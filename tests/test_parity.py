@@ -32,7 +32,7 @@ def test_the_twelve_exchange_trace_is_unchanged(summarizer: str) -> None:
             "--summarizer",
             summarizer,
             *BUDGETS,
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
         check=True,
