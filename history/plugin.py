@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 from pydantic_ai.models import Model
 
 from .contract import Message, Outline, Stored, Summary
-from .errors import ClosedError, StoreError, SummarizerError
+from .errors import ClosedError, InputError, StoreError, SummarizerError
 from .processors.compact import Vanished, compact
 from .processors.erase import erase
 from .processors.summarize import Nodes
@@ -151,6 +151,8 @@ class History:
         message and ConflictError for a known id with other content.
         """
         group = self._open()
+        if not isinstance(message, Message):
+            raise InputError(f"message_created takes a Message, got {message!r}")
         if len(message.text) > LARGE_TEXT:
             cost = await anyio.to_thread.run_sync(weight, message, self.settings.encoding)
         else:
@@ -163,6 +165,8 @@ class History:
     async def thread_deleted(self, thread: str) -> bool:
         """Erase a thread: its messages, lines, outline and calls. True when it held anything."""
         self._open()
+        if not isinstance(thread, str) or not thread:
+            raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
         erased = await erase(self.store, thread)
         self._forget(thread)
         return erased
