@@ -11,7 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..contract import Entry, File, Message, Outline, Stored, Summary, TailItem, format_at
+from ..contract import Entry, File, Hit, Message, Outline, Stored, Summary, TailItem, format_at
+from ..lines import label, line_of
 from ..summarizer import Ask
 
 COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"
@@ -20,6 +21,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0002_summary", "summary.sql"),
     ("0003_outline", "outline.sql"),
     ("0004_call", "call.sql"),
+    ("0005_search", "search.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 
@@ -33,6 +35,7 @@ OUTLINE_COLUMNS = (
     "thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining, "
     "position, version"
 )
+SEARCH_COLUMNS = "text, thread, level, idx, message, at"
 CALL_COLUMNS = (
     "thread, key, n, model, level, idx, prompts, answers, line, outcome, "
     "input_tokens, output_tokens"
@@ -169,4 +172,25 @@ def ask_from_row(row: Sequence[Any]) -> Ask:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         outcome=outcome,
+    )
+
+
+def message_search_row(message: Message, index: int) -> tuple[Any, ...]:
+    """A shared message as search indexes it: its line (author, text, file names)."""
+    return (line_of(message), message.thread, 0, index, message.id, format_at(message.at))
+
+
+def summary_search_row(node: Summary) -> tuple[Any, ...]:
+    return (node.text, node.thread, node.level, node.index, None, format_at(node.at))
+
+
+def hit_from_row(row: Sequence[Any]) -> Hit:
+    text, _thread, level, index, message, at = row
+    return Hit(
+        label=label(level, index),
+        level=level,
+        index=index,
+        text=text,
+        at=datetime.fromisoformat(at),
+        message=message,
     )

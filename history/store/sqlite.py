@@ -6,6 +6,7 @@ another task's uncommitted writes. Driver errors become StoreError here and nowh
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -15,11 +16,11 @@ from typing import Any
 import aiosqlite
 import anyio
 
-from ..contract import Message, Outline, Stored, Summary
+from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, ConflictError, StoreError
 from ..summarizer import Ask
 from . import rows
-from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SUMMARY_COLUMNS
+from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
 
 
 class _Stale(Exception):
@@ -124,6 +125,11 @@ class SQLiteStore:
                 f"INSERT INTO message ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 rows.message_row(message, seq, index, weight),
             )
+            if index is not None:
+                await db.execute(
+                    f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?)",
+                    rows.message_search_row(message, index),
+                )
             await db.execute(
                 f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (thread) DO NOTHING",
@@ -208,6 +214,10 @@ class SQLiteStore:
                     f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
                     [rows.summary_row(node) for node in written],
                 )
+                await db.executemany(
+                    f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?)",
+                    [rows.summary_search_row(node) for node in written],
+                )
                 if asks:
                     (n,) = await _one(
                         db,
@@ -226,7 +236,7 @@ class SQLiteStore:
     async def erase(self, thread: str) -> bool:
         async with self._write() as db:
             erased = 0
-            for table in ("message", "summary", "outline", "call"):
+            for table in ("message", "summary", "outline", "call", "search"):
                 cursor = await db.execute(f"DELETE FROM {table} WHERE thread = ?", (thread,))
                 erased += max(cursor.rowcount, 0)
         return erased > 0
@@ -251,6 +261,23 @@ class SQLiteStore:
                 f"SELECT {CALL_COLUMNS} FROM call {where} ORDER BY thread, n", args
             )
         return [rows.ask_from_row(r) for r in found]
+
+    async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
+        words = _words(query)
+        if not words or limit <= 0:
+            return []
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                f"SELECT {SEARCH_COLUMNS} FROM search WHERE search MATCH ? AND thread = ? "
+                "ORDER BY rank, at DESC, level, idx LIMIT ?",
+                (words, thread, limit),
+            )
+        return [rows.hit_from_row(r) for r in found]
+
+
+def _words(query: str) -> str:
+    """A query's words as an FTS5 query that matches any of them (bm25 weighs the rare ones)."""
+    return " OR ".join(f'"{word}"' for word in re.findall(r"\w+", query))
 
 
 async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:
