@@ -151,16 +151,14 @@ async def _outline_parts(
     cache_point: bool,
 ) -> list[ModelRequestPart]:
     entries = [e for e in outline.lines if since is None or e[3] >= since]
-    texts: list[str] = []
-    for level, index, _, _ in entries:
-        node = await history.store.summary(outline.thread, level, index)
-        if node is None:  # only if the store lost a node: show what is left
-            log.warning(
-                "thread %r: outline line %s has no node", outline.thread, label(level, index),
-                extra={"thread": outline.thread},
-            )  # fmt: skip
-            continue
-        texts.append(f"{label(level, index)}|{one_line(node.text)}")
+    keys = [(level, index) for level, index, _, _ in entries]
+    nodes = await history.store.nodes(outline.thread, keys)
+    if len(nodes) < len(keys):  # only if the store lost a node: show what is left
+        log.warning(
+            "thread %r: %d outline lines have no node", outline.thread, len(keys) - len(nodes),
+            extra={"thread": outline.thread},
+        )  # fmt: skip
+    texts = [f"{n.label}|{one_line(n.text)}" for n in nodes]
     if not texts:
         return []
     blocks = [texts[k : k + block_lines] for k in range(0, len(texts), block_lines)]

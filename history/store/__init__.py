@@ -83,6 +83,10 @@ class Store(Protocol):
         """Recorded summarizer calls, in the order they were made."""
         ...
 
+    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
+        """The thread's nodes at `(level, index)` keys that exist, in the order of `keys`."""
+        ...
+
     async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
         """The thread's lines and shared messages that match the words of `query`.
 

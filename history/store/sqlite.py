@@ -22,6 +22,9 @@ from ..summarizer import Ask
 from . import rows
 from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
 
+NODES_AT_ONCE = 400
+"""Keys per query: SQLite allows 32,766 parameters; far fewer keep each statement small."""
+
 
 class _Stale(Exception):
     """The outline changed under a batch: roll back, and tell the caller to redo."""
@@ -261,6 +264,21 @@ class SQLiteStore:
                 f"SELECT {CALL_COLUMNS} FROM call {where} ORDER BY thread, n", args
             )
         return [rows.ask_from_row(r) for r in found]
+
+    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
+        found: dict[tuple[int, int], Summary] = {}
+        async with self._read() as db:
+            for k in range(0, len(keys), NODES_AT_ONCE):
+                chunk = keys[k : k + NODES_AT_ONCE]
+                found_rows = await db.execute_fetchall(
+                    f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = ? AND (level, idx) IN "
+                    f"(VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+                    (thread, *(value for key in chunk for value in key)),
+                )
+                for row in found_rows:
+                    node = rows.summary_from_row(row)
+                    found[(node.level, node.index)] = node
+        return [found[key] for key in keys if key in found]
 
     async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
         words = _words(query)
