@@ -18,19 +18,26 @@ an app with its own steps) is read as plain text.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal, cast, get_args
 
 import pydantic_core
 from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
     ModelRequestPart,
     ModelResponse,
+    ModelResponsePart,
     RetryFeedbackPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
+
+from .lines import prefix, size
 
 Outcome = Literal["success", "failed", "denied", "interrupted", "retried"]
 OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
@@ -167,6 +174,76 @@ def return_text(author: str, result: Return) -> str:
     """A result as plain text: for a result whose call is not in view, or nobody's view."""
     content = json.dumps(result.content, ensure_ascii=False)
     return f"{author}'s call {result.id} of {result.name} returned ({result.outcome}): {content}"
+
+
+def paired_calls(steps: Iterable[Calls | Returns | Feedback]) -> set[str]:
+    """The ids of the calls whose result follows them among `steps`: those sent as tool parts."""
+    called: set[str] = set()
+    paired: set[str] = set()
+    for step in steps:
+        if isinstance(step, Calls):
+            called.update(c.id for c in step.calls)
+        elif isinstance(step, Returns):
+            paired.update(r.id for r in step.returns if r.id in called)
+    return paired
+
+
+def step_messages(
+    author: str,
+    step: Calls | Returns | Feedback,
+    paired: set[str],
+    page: int,
+    at: datetime,
+    *,
+    own: bool,
+) -> Iterable[ModelMessage]:
+    """A step as tool parts where paired, as text where not (all text when not `own`)."""
+    lone: list[str]
+    if isinstance(step, Feedback):
+        lone = [step.text]
+    elif isinstance(step, Calls):
+        said = [step.text] if step.text else []
+        parts: list[ModelResponsePart] = [TextPart(content=t) for t in said if own]
+        parts += [
+            ToolCallPart(tool_name=c.name, args=c.args, tool_call_id=c.id)
+            for c in step.calls
+            if c.id in paired
+        ]
+        if parts:
+            yield ModelResponse(parts=parts, timestamp=at)
+        lone = [] if own else [f"{author}: {t}" for t in said]
+        lone += [call_text(author, c) for c in step.calls if c.id not in paired]
+    else:
+        results: list[ModelRequestPart] = [
+            ToolReturnPart(
+                tool_name=r.name,
+                content=_content(r.content, page),
+                tool_call_id=r.id,
+                outcome=r.outcome,
+                timestamp=at,
+            )
+            for r in step.returns
+            if r.id in paired
+        ]
+        if results:
+            yield ModelRequest(parts=results)
+        lone = [return_text(author, r) for r in step.returns if r.id not in paired]
+    if lone:
+        yield ModelRequest(parts=[UserPromptPart(cut_text(t, page), timestamp=at) for t in lone])
+
+
+def cut_text(text: str, page: int) -> str:
+    """A text over `page` bytes as its head, with a note of how much was left out."""
+    if size(text) <= page:
+        return text
+    head = prefix(text, page)
+    return f"{head}\n[… {size(text) - size(head)} more bytes left out]"
+
+
+def _content(content: object, page: int) -> object:
+    """A tool's result, its head only when its JSON is too large for a prompt."""
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return content if size(text) <= page else cut_text(text, page)
 
 
 def _call(value: object) -> Call:

@@ -16,7 +16,6 @@ Between cuts and folds, each view starts with the bytes of the one before (`prom
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -39,10 +38,11 @@ from pydantic_ai.messages import (
 )
 
 from .contract import Hit, Outline, Stored
+from .errors import ConfigurationError
 from .lines import label, one_line, prefix, render, size
 from .plugin import History
 from .processors.weight import tokens
-from .steps import Calls, Feedback, Returns, call_text, decode, return_text
+from .steps import Calls, Step, cut_text, decode, paired_calls, step_messages
 from .zoom import PAGE, Zoom, search, zoom
 
 __all__ = (
@@ -130,17 +130,32 @@ async def build(
 ) -> list[ModelMessage]:
     """`view`, where a response recorded from `originals` (by message id) is sent as it was."""
     if block_lines < 1:
-        raise ValueError(f"block_lines must be at least 1, got {block_lines!r}")
+        raise ConfigurationError(f"block_lines must be at least 1, got {block_lines!r}")
     outline = await history.store.outline(thread)
     if outline is None:
         return []
-    pieces: list[ModelMessage] = []
+    head: list[ModelMessage] = []
     outline_parts = await _outline_parts(history, outline, block_lines, since, cache_point)
     if outline_parts:
-        pieces.append(ModelRequest(parts=outline_parts))
+        head.append(ModelRequest(parts=outline_parts))
     tail = [s for s in await _tail(history, outline) if since is None or s.message.at >= since]
-    pieces.extend(_tail_messages(tail, agent, page, originals or {}))
-    return _merged(pieces)
+    steps = {
+        s.message.id: step
+        for s in tail
+        if s.message.step
+        and (agent is None or s.message.author == agent)
+        and (step := decode(s.message.text))
+    }
+    # Nobody's view (agent None) pairs nothing: every step is text.
+    paired = paired_calls(steps.values()) if agent is not None else set()
+    while True:
+        sent = _merged([*head, *_tail_messages(tail, steps, paired, agent, page, originals or {})])
+        # A result is sent as a tool part only in the request right after its call's response:
+        # one that came later (after the agent spoke again) goes as text, with its call.
+        apart = _apart(sent) & paired
+        if not apart:
+            return sent
+        paired -= apart
 
 
 async def _outline_parts(
@@ -185,26 +200,24 @@ async def _tail(history: History, outline: Outline) -> list[Stored]:
 
 
 def _tail_messages(
-    tail: list[Stored], agent: str | None, page: int, originals: Mapping[str, ModelResponse]
+    tail: list[Stored],
+    steps: Mapping[str, Step],
+    paired: set[str],
+    agent: str | None,
+    page: int,
+    originals: Mapping[str, ModelResponse],
 ) -> Iterable[ModelMessage]:
-    steps = {
-        s.message.id: step
-        for s in tail
-        if s.message.step
-        and (agent is None or s.message.author == agent)
-        and (step := decode(s.message.text))
-    }
-    # Nobody's view (agent None) pairs nothing: every step is text.
-    paired = _paired(steps.values()) if agent is not None else set()
     for s in tail:
         m = s.message
         if m.step and agent is not None and m.author != agent:
             continue  # another agent's private step
         step = steps.get(m.id)
-        if m.id in originals and (not isinstance(step, Calls) or _all_paired(step, paired)):
+        if m.id in originals and (
+            not isinstance(step, Calls) or all(c.id in paired for c in step.calls)
+        ):
             yield originals[m.id]
         elif step is not None:
-            yield from _step_messages(m.author, step, paired, page, m.at, own=agent is not None)
+            yield from step_messages(m.author, step, paired, page, m.at, own=agent is not None)
         elif m.author == agent and not m.step:
             yield ModelResponse(parts=[TextPart(content=_head(m.text, page, s))], timestamp=m.at)
         else:
@@ -213,89 +226,33 @@ def _tail_messages(
             yield ModelRequest(parts=[UserPromptPart(content=text, timestamp=m.at)])
 
 
-def _paired(steps: Iterable[Calls | Returns | Feedback]) -> set[str]:
-    """The ids of calls whose return follows them in view."""
-    called: set[str] = set()
-    paired: set[str] = set()
-    for step in steps:
-        if isinstance(step, Calls):
-            called.update(c.id for c in step.calls)
-        elif isinstance(step, Returns):
-            paired.update(r.id for r in step.returns if r.id in called)
-    return paired
-
-
-def _all_paired(step: Calls, paired: set[str]) -> bool:
-    return all(c.id in paired for c in step.calls)
-
-
-def _step_messages(
-    author: str,
-    step: Calls | Returns | Feedback,
-    paired: set[str],
-    page: int,
-    at: datetime,
-    *,
-    own: bool,
-) -> Iterable[ModelMessage]:
-    """A step as tool parts where paired, as text where not (all text when not `own`)."""
-    lone: list[str]
-    if isinstance(step, Feedback):
-        lone = [step.text]
-    elif isinstance(step, Calls):
-        said = [step.text] if step.text else []
-        parts: list[ModelResponsePart] = [TextPart(content=t) for t in said if own]
-        parts += [
-            ToolCallPart(tool_name=c.name, args=c.args, tool_call_id=c.id)
-            for c in step.calls
-            if c.id in paired
-        ]
-        if parts:
-            yield ModelResponse(parts=parts, timestamp=at)
-        lone = [] if own else [f"{author}: {t}" for t in said]
-        lone += [call_text(author, c) for c in step.calls if c.id not in paired]
-    else:
-        results: list[ModelRequestPart] = [
-            ToolReturnPart(
-                tool_name=r.name,
-                content=_content(r.content, page),
-                tool_call_id=r.id,
-                outcome=r.outcome,
-                timestamp=at,
-            )
-            for r in step.returns
-            if r.id in paired
-        ]
-        if results:
-            yield ModelRequest(parts=results)
-        lone = [return_text(author, r) for r in step.returns if r.id not in paired]
-    if lone:
-        yield ModelRequest(parts=[UserPromptPart(_cut(t, page), timestamp=at) for t in lone])
-
-
 def _head(text: str, page: int, stored: Stored) -> str:
     """A text too large for a prompt as its head, with a note to zoom for the rest."""
     if size(text) <= page:
         return text
-    head = prefix(text, page)
-    rest = size(text) - size(head)
     if stored.index is None:
-        return f"{head}\n[… {rest} more bytes left out]"
-    where = label(0, stored.index)
-    return f'{head}\n[… {rest} more bytes: zoom("{where}", page=2) reads on]'
-
-
-def _cut(text: str, page: int) -> str:
-    if size(text) <= page:
-        return text
+        return cut_text(text, page)
     head = prefix(text, page)
-    return f"{head}\n[… {size(text) - size(head)} more bytes left out]"
+    where = label(0, stored.index)
+    return f'{head}\n[… {size(text) - size(head)} more bytes: zoom("{where}", page=2) reads on]'
 
 
-def _content(content: object, page: int) -> object:
-    """A tool's result, its head only when its JSON is too large for a prompt."""
-    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    return content if size(text) <= page else _cut(text, page)
+def _apart(sent: list[ModelMessage]) -> set[str]:
+    """Ids of calls not answered in the next request, and of results not answering the last."""
+    apart: set[str] = set()
+    for k, message in enumerate(sent):
+        if isinstance(message, ModelResponse):
+            after = sent[k + 1] if k + 1 < len(sent) else None
+            apart |= _ids(message, ToolCallPart) - _ids(after, ToolReturnPart)
+        else:
+            before = sent[k - 1] if k else None
+            apart |= _ids(message, ToolReturnPart) - _ids(before, ToolCallPart)
+    return apart
+
+
+def _ids(message: ModelMessage | None, kind: type[ToolCallPart | ToolReturnPart]) -> set[str]:
+    parts = message.parts if message is not None else []
+    return {p.tool_call_id for p in parts if isinstance(p, kind)}
 
 
 def _merged(pieces: Iterable[ModelMessage]) -> list[ModelMessage]:
