@@ -81,12 +81,16 @@ async def command(history: History, thread: str, agent: str, line: str) -> None:
         console.print("commands: /prompt, /tree [DEPTH], /zoom LABEL, /search WORDS, /quit")
 
 
-async def chat(args: argparse.Namespace) -> None:
+async def chat(args: argparse.Namespace) -> int:
     settings = settings_from_env()
     model: Model | str = args.model or FunctionModel(you_said, model_name="you-said")
     async with History(settings, store=args.store) as history:
         hook = ThreadHistory(history, args.thread, agent=args.agent, user=args.name)
-        agent = Agent(model, capabilities=[hook])
+        try:
+            agent = Agent(model, capabilities=[hook])
+        except Exception as exc:  # an unknown model, or its package or key missing
+            console.print(f"[red]cannot use the model {args.model!r}: {escape(str(exc))}[/]")
+            return 2
         console.print(f"[dim]thread {args.thread!r} in {args.store}; /help for commands[/]")
         while True:
             try:
@@ -103,9 +107,10 @@ async def chat(args: argparse.Namespace) -> None:
                     console.print(f"[bold]{escape(args.agent)}[/]: {escape(result.output)}")
             except HistoryError as exc:
                 console.print(f"[red]{escape(str(exc))}[/]")
+    return 0
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", default="chat.sqlite", help="the SQLite file (chat.sqlite)")
     parser.add_argument("--thread", default="chat", help="the thread to continue (chat)")
@@ -114,8 +119,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--model", help="a pydantic-ai model name; its key comes from the env")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    anyio.run(chat, args)
+    return anyio.run(chat, args)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -180,3 +180,18 @@ def test_steps_round_trip() -> None:
     for text in ["", "{}", "plain words", '{"tool_calls": []}', '{"tool_returns": [{"id": 1}]}',
                  '{"feedback": "x", "more": 1}', "[1, 2]", "{not json"]:  # fmt: skip
         assert decode(text) is None
+
+
+async def test_the_agent_searches_its_thread(open_history: Opener) -> None:
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            call = ToolCallPart("search_history", {"query": "trailer?"}, tool_call_id="s")
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart("Found it.")])
+
+    async with open_history(tail=(60, 200)) as run:
+        await run.send(*exchange(["Plan the launch", "We need a trailer"]))
+        seen = await run_once(run, script)
+    assert prompt_text(seen[1]).endswith(
+        "[tool return s] search_history\n2+1|Ana → north: We need a trailer\n"
+    )
