@@ -8,8 +8,9 @@ the full blocks byte-identical, so a provider that caches whole blocks keeps hit
 follows, from the log: the outline's committed tail and every message stored after it, so a view
 taken while processing is behind misses nothing. The agent's own messages are its responses;
 everyone else's are user parts naming who wrote them; the agent's steps are its tool calls and
-returns (see `history.steps`), and a call or return whose partner is not in view is plain text,
-since providers refuse a lone tool part. Other agents' steps are private to them and left out.
+returns (see `history.steps`), and a call or return whose partner is not in view, or not right
+next to it, is plain text, since providers refuse a lone tool part. Other agents' steps are
+private to them and left out.
 
 Between cuts and folds, each view starts with the bytes of the one before (`prompt_text`).
 """
