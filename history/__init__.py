@@ -1,6 +1,7 @@
 """chat-history: a token-weighted tail, a binary summary tree and a bounded outline per thread."""
 
-from .contract import File, Message, Outline, Stored, Summary
+from .agent import ThreadHistory
+from .contract import File, Hit, Message, Outline, Stored, Summary
 from .errors import (
     ClosedError,
     ConfigurationError,
@@ -14,6 +15,7 @@ from .errors import (
 from .plugin import Counters, History
 from .settings import HistorySettings, settings_from_env
 from .summarizer import Ask, Echo, Reply, Scripted, Summarizer, Task
+from .view import Rendered, Zoom, prompt_text, render_view, search, view, zoom
 
 __all__ = (
     "Ask",
@@ -26,10 +28,12 @@ __all__ = (
     "History",
     "HistoryError",
     "HistorySettings",
+    "Hit",
     "InputError",
     "Message",
     "NotFoundError",
     "Outline",
+    "Rendered",
     "Reply",
     "Scripted",
     "StoreError",
@@ -38,5 +42,12 @@ __all__ = (
     "SummarizerError",
     "Summary",
     "Task",
+    "ThreadHistory",
+    "Zoom",
+    "prompt_text",
+    "render_view",
+    "search",
     "settings_from_env",
+    "view",
+    "zoom",
 )

@@ -258,3 +258,19 @@ class Stored:
     def tail_item(self) -> TailItem:
         m = self.message
         return TailItem(id=m.id, weight=self.weight, at=m.at, step=m.step, seq=self.seq)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hit:
+    """A search result: a line or a shared message, by the label to zoom into."""
+
+    label: str
+    """The node's label, `"{first message}+{count}"`; a message's is `"{index}+1"`."""
+    level: int
+    index: int
+    text: str
+    """The line, or the message as one line (author, text, file names)."""
+    at: datetime
+    """The newest instant the line covers; the message's own."""
+    message: str | None
+    """The id of the message the hit is on; None for a hit on a line."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ..contract import Message, Outline, Stored, Summary
+from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import ConfigurationError
 from ..summarizer import Ask
 
@@ -81,6 +81,18 @@ class Store(Protocol):
 
     async def calls(self, thread: str | None = None) -> list[Ask]:
         """Recorded summarizer calls, in the order they were made."""
+        ...
+
+    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
+        """The thread's nodes at `(level, index)` keys that exist, in the order of `keys`."""
+        ...
+
+    async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
+        """The thread's lines and shared messages that match the words of `query`.
+
+        At most `limit` hits, the most relevant first, then the newest. A message and its own
+        level-0 line may both be hits (same label). A query with no words finds nothing.
+        """
         ...
 
 

@@ -11,8 +11,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..contract import Entry, File, Message, Outline, Stored, Summary, TailItem, format_at
+from ..contract import Entry, File, Hit, Message, Outline, Stored, Summary, TailItem, format_at
 from ..errors import ConflictError
+from ..lines import label
 from ..summarizer import Ask
 
 COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"
@@ -21,6 +22,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0002_summary", "summary.sql"),
     ("0003_outline", "outline.sql"),
     ("0004_call", "call.sql"),
+    ("0005_search", "search.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 
@@ -34,6 +36,7 @@ OUTLINE_COLUMNS = (
     "thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining, "
     "position, version"
 )
+SEARCH_COLUMNS = "text, thread, level, idx, message, at"
 CALL_COLUMNS = (
     "thread, key, n, model, level, idx, prompts, answers, line, outcome, "
     "input_tokens, output_tokens"
@@ -41,10 +44,23 @@ CALL_COLUMNS = (
 
 
 def statements(filename: str) -> list[str]:
-    """The SQL statements of one collection file, comments dropped."""
+    """The SQL statements of one collection file, comments dropped.
+
+    A statement ends with a `;` at the end of a line, except inside a trigger's BEGIN ... END.
+    """
     text = (COLLECTIONS / filename).read_text(encoding="utf-8")
-    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-    return [part.strip() for part in code.split(";") if part.strip()]
+    found, current = [], []
+    for line in text.splitlines():
+        if line.lstrip().startswith("--") or not line.strip():
+            continue
+        current.append(line)
+        body = current[0].lstrip().upper().startswith("CREATE TRIGGER")
+        if line.rstrip().endswith(";") and (not body or line.strip().upper() == "END;"):
+            found.append("\n".join(current).rstrip().removesuffix(";"))
+            current = []
+    if current:
+        found.append("\n".join(current))
+    return found
 
 
 def parse(at: str | None) -> datetime | None:
@@ -191,4 +207,20 @@ def ask_from_row(row: Sequence[Any]) -> Ask:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         outcome=outcome,
+    )
+
+
+def summary_search_row(node: Summary) -> tuple[Any, ...]:
+    return (node.text, node.thread, node.level, node.index, None, format_at(node.at))
+
+
+def hit_from_row(row: Sequence[Any]) -> Hit:
+    text, _thread, level, index, message, at = row
+    return Hit(
+        label=label(level, index),
+        level=level,
+        index=index,
+        text=text,
+        at=datetime.fromisoformat(at),
+        message=message,
     )

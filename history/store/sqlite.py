@@ -6,6 +6,7 @@ another task's uncommitted writes. Driver errors become StoreError here and nowh
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -15,11 +16,14 @@ from typing import Any
 import aiosqlite
 import anyio
 
-from ..contract import Message, Outline, Stored, Summary
+from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
 from . import rows
-from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SUMMARY_COLUMNS
+from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
+
+NODES_AT_ONCE = 400
+"""Keys per query: SQLite allows 32,766 parameters; far fewer keep each statement small."""
 
 
 class _Stale(Exception):
@@ -42,7 +46,13 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             await self.close()
             raise StoreError(f"cannot open the SQLite store {self.url!r}: {exc}") from exc
-        await self._migrate()
+        try:
+            await self._migrate()
+        except BaseException:
+            # aiosqlite's thread would keep the process alive after a failed open.
+            with anyio.CancelScope(shield=True):
+                await self.close()
+            raise
 
     async def close(self) -> None:
         if self._db is not None:
@@ -76,7 +86,6 @@ class SQLiteStore:
             tables = {r[0] for r in await db.execute_fetchall(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
         if tables and "migration" not in tables:
-            await self.close()
             raise StoreError(
                 f"{self.url!r} is not a chat-history database (tables: {sorted(tables)})"
             )
@@ -86,7 +95,6 @@ class SQLiteStore:
             done = {r[0] for r in await db.execute_fetchall("SELECT name FROM migration")}
         unknown = done - {name for name, _ in rows.MIGRATIONS}
         if unknown:
-            await self.close()
             raise StoreError(f"{self.url!r} was written by a newer chat-history: {sorted(unknown)}")
         for name, filename in rows.MIGRATIONS:
             if name in done:
@@ -101,7 +109,7 @@ class SQLiteStore:
 
     async def add(self, message: Message, weight: int) -> Stored | None:
         # One statement, so its own transaction: the thread's next seq and idx, or nothing for
-        # an id already stored.
+        # an id already stored (a trigger indexes a shared message for search in it too).
         async with self._read() as db:
             placed = await _one(db, rows.INSERT_MESSAGE, *rows.insert_message_args(message, weight))
             if placed is None:
@@ -212,6 +220,10 @@ class SQLiteStore:
                     f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
                     [rows.summary_row(node) for node in written],
                 )
+                await db.executemany(
+                    f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?)",
+                    [rows.summary_search_row(node) for node in written],
+                )
                 if asks:
                     (n,) = await _one(
                         db,
@@ -230,7 +242,7 @@ class SQLiteStore:
     async def erase(self, thread: str) -> bool:
         async with self._write() as db:
             erased = 0
-            for table in ("message", "summary", "outline", "call"):
+            for table in ("message", "summary", "outline", "call", "search"):
                 cursor = await db.execute(f"DELETE FROM {table} WHERE thread = ?", (thread,))
                 erased += max(cursor.rowcount, 0)
         return erased > 0
@@ -256,6 +268,38 @@ class SQLiteStore:
                 f"SELECT {CALL_COLUMNS} FROM call {where} ORDER BY thread, n", args
             )
         return [rows.ask_from_row(r) for r in found]
+
+    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
+        found: dict[tuple[int, int], Summary] = {}
+        async with self._read() as db:
+            for k in range(0, len(keys), NODES_AT_ONCE):
+                chunk = keys[k : k + NODES_AT_ONCE]
+                found_rows = await db.execute_fetchall(
+                    f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = ? AND (level, idx) IN "
+                    f"(VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+                    (thread, *(value for key in chunk for value in key)),
+                )
+                for row in found_rows:
+                    node = rows.summary_from_row(row)
+                    found[(node.level, node.index)] = node
+        return [found[key] for key in keys if key in found]
+
+    async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
+        words = _words(query)
+        if not words or limit <= 0:
+            return []
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                f"SELECT {SEARCH_COLUMNS} FROM search WHERE search MATCH ? AND thread = ? "
+                "ORDER BY rank, at DESC, level, idx LIMIT ?",
+                (words, thread, limit),
+            )
+        return [rows.hit_from_row(r) for r in found]
+
+
+def _words(query: str) -> str:
+    """A query's words as an FTS5 query that matches any of them (bm25 weighs the rare ones)."""
+    return " OR ".join(f'"{word}"' for word in re.findall(r"\w+", query))
 
 
 async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:

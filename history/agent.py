@@ -1,0 +1,271 @@
+"""The pydantic-ai hook: an agent is sent its thread's view, and what it says is recorded.
+
+    history = History(HistorySettings(summarizer="echo"), store="chat.sqlite")
+    agent = Agent(model, capabilities=[ThreadHistory(history, "t", agent="north")])
+    async with history:
+        result = await agent.run("What did we settle about the price?")
+
+Before every model request the run's history is replaced with the thread's view (the run's
+`message_history` is not read: the thread is the history), and the run's new messages (the
+user's prompt, the model's answers, its tool calls and their results) are handed to the plugin
+first, so the view holds them and the chat keeps being recorded. The agent also gets two tools,
+`zoom` and `search_history`, to read what its outline only summarizes.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.messages import (
+    CachePoint,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.run import AgentRunResult
+from pydantic_ai.tools import AgentDepsT, Tool
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
+
+from .contract import File, Message
+from .errors import NotFoundError
+from .plugin import History
+from .steps import encode, request_steps, response_step, response_text
+from .view import BLOCK_LINES, PAGE, build
+from .zoom import search, zoom
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+The conversation so far comes first as an outline of its older part, one entry per line as \
+`label|summary` (the label `first+count` names the messages a line covers), then its newest \
+messages whole. Call `zoom` with a label to open a line into the two lines under it, down to a \
+single message whole; call `search_history` to find lines and messages by their words."""
+
+
+class ThreadHistory(ProcessHistory[AgentDepsT]):
+    """A capability binding an agent to one thread of a History: it reads and records the chat."""
+
+    def __init__(
+        self,
+        history: History,
+        thread: str,
+        *,
+        agent: str = "assistant",
+        user: str = "user",
+        record_prompt: bool = True,
+        tools: bool = True,
+        block_lines: int = BLOCK_LINES,
+        max_age: timedelta | None = None,
+        cache_point: bool | None = None,
+        page: int = PAGE,
+    ) -> None:
+        """Bind an agent to `thread`.
+
+        Args:
+            history: the History, opened before the agent runs.
+            thread: the thread the agent reads and writes.
+            agent: the author of the agent's messages and steps.
+            user: the author of the run's prompt.
+            record_prompt: record the run's prompt; False when the app hands every message to
+                the History itself (the prompt is then read from the thread).
+            tools: give the agent `zoom` and `search_history` (and instructions about them).
+            block_lines: outline lines per block.
+            max_age: the window by age: only lines and messages younger than this are sent.
+            cache_point: mark the outline for the provider's prompt cache; None marks it where
+                the serving model supports cache points.
+            page: a message over this many bytes is sent as its head, with a note to zoom.
+        """
+        super().__init__(processor=self._process)
+        self.history, self.thread = history, thread
+        self.agent, self.user, self.record_prompt, self.tools = agent, user, record_prompt, tools
+        self.block_lines, self.max_age, self.cache_point, self.page = (
+            block_lines, max_age, cache_point, page,
+        )  # fmt: skip
+        self._sent: list[ModelMessage] | None = None
+        self._system: list[SystemPromptPart] = []
+        self._originals: dict[str, ModelResponse] = {}
+        self._recorded = 0
+
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> ThreadHistory[AgentDepsT]:
+        """A fresh copy per run: what a run has sent and recorded is its own."""
+        return ThreadHistory(
+            self.history, self.thread, agent=self.agent, user=self.user,
+            record_prompt=self.record_prompt, tools=self.tools, block_lines=self.block_lines,
+            max_age=self.max_age, cache_point=self.cache_point, page=self.page,
+        )  # fmt: skip
+
+    def get_instructions(self) -> str | None:
+        return INSTRUCTIONS if self.tools else None
+
+    def get_toolset(self) -> AbstractToolset[AgentDepsT] | None:
+        if not self.tools:
+            return None
+        history, thread = self.history, self.thread
+
+        async def zoom_tool(label: str, page: int = 1) -> str:
+            """Open a line of the outline: its two lines, or a single message whole.
+
+            Args:
+                label: the label before a line's `|`, like `0+8` or `12+1`.
+                page: the page of a long message, from 1.
+            """
+            try:
+                return (await zoom(history, thread, label, page=page)).text
+            except NotFoundError as exc:
+                raise ModelRetry(str(exc)) from exc
+
+        async def search_tool(query: str) -> str:
+            """Find the lines and messages of this conversation that use the query's words.
+
+            Args:
+                query: the words to look for.
+            """
+            hits = await search(history, thread, query)
+            if not hits:
+                return f"nothing in this conversation matches {query!r}"
+            return "\n".join(f"{hit.label}|{hit.text}" for hit in hits)
+
+        return FunctionToolset(
+            [Tool(zoom_tool, name="zoom"), Tool(search_tool, name="search_history")]
+        )
+
+    async def prepare_model_request(
+        self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Leave out the cache marks for a model that does not take them."""
+        marks = self.cache_point
+        if marks is None:
+            marks = bool(request_context.model.profile.get("supports_cache", False))
+        if not marks:
+            request_context.messages = [_unmarked(m) for m in request_context.messages]
+        return request_context
+
+    async def after_run(
+        self, ctx: RunContext[AgentDepsT], *, result: AgentRunResult[Any]
+    ) -> AgentRunResult[Any]:
+        """Record the run's last messages (its final answer), which no later request carried."""
+        if self._sent is not None:
+            await self._record(ctx, result.all_messages()[len(self._sent) :])
+        return result
+
+    async def _process(
+        self, ctx: RunContext[AgentDepsT], messages: list[ModelMessage]
+    ) -> list[ModelMessage]:
+        if self._sent is None:
+            first = messages[0] if messages else None
+            if isinstance(first, ModelRequest):
+                self._system = [p for p in first.parts if isinstance(p, SystemPromptPart)]
+            new = messages[-1:] if messages and isinstance(messages[-1], ModelRequest) else []
+        else:
+            new = messages[len(self._sent) :]
+        await self._record(ctx, new)
+        since = None if self.max_age is None else datetime.now(UTC) - self.max_age
+        sent = await build(
+            self.history, self.thread, agent=self.agent, block_lines=self.block_lines,
+            since=since, cache_point=True, page=self.page, originals=self._originals,
+        )  # fmt: skip
+        if not sent:
+            sent = list(messages)  # nothing recorded yet: the run's own messages
+        elif self._system:
+            first = sent[0]
+            if isinstance(first, ModelRequest):
+                sent[0] = ModelRequest(parts=[*self._system, *first.parts])
+            else:
+                sent.insert(0, ModelRequest(parts=list(self._system)))
+        self._sent = sent
+        return list(sent)
+
+    async def _record(self, ctx: RunContext[AgentDepsT], messages: Sequence[ModelMessage]) -> None:
+        for message in messages:
+            if isinstance(message, ModelResponse):
+                calls = response_step(message)
+                if calls is not None:
+                    id = await self._add(ctx, encode(calls), message.timestamp, step=True)
+                    self._originals[id] = message
+                elif text := response_text(message):
+                    id = await self._add(ctx, text, message.timestamp, step=False)
+                    self._originals[id] = message
+                continue
+            for step in request_steps(message.parts):
+                await self._add(ctx, encode(step), message.timestamp, step=True)
+            if not self.record_prompt:
+                continue
+            for part in message.parts:
+                if isinstance(part, UserPromptPart):
+                    text, files = _prompt(part)
+                    if text or files:
+                        await self._add(ctx, text, part.timestamp, author=self.user, files=files)
+
+    async def _add(
+        self,
+        ctx: RunContext[AgentDepsT],
+        text: str,
+        at: datetime | None,
+        *,
+        step: bool = False,
+        author: str | None = None,
+        files: tuple[File, ...] = (),
+    ) -> str:
+        run = ctx.run_id or uuid.uuid4().hex
+        id = f"{run}:{self._recorded}"
+        self._recorded += 1
+        message = Message(
+            id=id, thread=self.thread, author=self.agent if author is None else author, text=text,
+            at=at or datetime.now(UTC), step=step, files=files,
+        )  # fmt: skip
+        await self.history.message_created(message)
+        return id
+
+
+def _prompt(part: UserPromptPart) -> tuple[str, tuple[File, ...]]:
+    """A user prompt's text, and its other content as files (names and types only)."""
+    if isinstance(part.content, str):
+        return part.content, ()
+    texts: list[str] = []
+    files: list[File] = []
+    for item in part.content:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, CachePoint):
+            continue
+        elif (content := getattr(item, "content", None)) is not None and isinstance(content, str):
+            texts.append(content)
+        else:
+            name = getattr(item, "identifier", None) or getattr(item, "url", None) or item.kind
+            data = getattr(item, "data", b"")
+            mime = getattr(item, "media_type", None)
+            files.append(
+                File(
+                    name=str(name),
+                    mime=mime if isinstance(mime, str) else None,
+                    size=len(data) if isinstance(data, bytes) else 0,
+                )
+            )
+    return "\n".join(texts), tuple(files)
+
+
+def _unmarked(message: ModelMessage) -> ModelMessage:
+    if not isinstance(message, ModelRequest):
+        return message
+    parts = [
+        p
+        for p in message.parts
+        if not (
+            isinstance(p, UserPromptPart)
+            and not isinstance(p.content, str)
+            and all(isinstance(i, CachePoint) for i in p.content)
+        )
+    ]
+    if len(parts) == len(message.parts):
+        return message
+    return ModelRequest(parts=parts, timestamp=message.timestamp, instructions=message.instructions)

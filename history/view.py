@@ -1,0 +1,317 @@
+"""What an agent is sent: the thread's outline, then its tail whole, as pydantic-ai messages.
+
+    messages = await view(history, "t", agent="north")
+
+The outline comes first: one `CompactionPart` per block of `block_lines` lines, each line
+`{label}|{text}` (newlines as spaces), oldest first, then a `CachePoint`. Appending lines leaves
+the full blocks byte-identical, so a provider that caches whole blocks keeps hitting. The tail
+follows, from the log: the outline's committed tail and every message stored after it, so a view
+taken while processing is behind misses nothing. The agent's own messages are its responses;
+everyone else's are user parts naming who wrote them; the agent's steps are its tool calls and
+returns (see `history.steps`), and a call or return whose partner is not in view, or not right
+next to it, is plain text, since providers refuse a lone tool part. Other agents' steps are
+private to them and left out.
+
+Between cuts and folds, each view starts with the bytes of the one before (`prompt_text`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from pydantic_ai.messages import (
+    CachePoint,
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    ModelResponsePart,
+    RetryFeedbackPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from .contract import Hit, Outline, Stored
+from .errors import ConfigurationError
+from .lines import label, one_line, prefix, render, size
+from .plugin import History
+from .processors.weight import tokens
+from .steps import Calls, Step, cut_text, decode, paired_calls, step_messages
+from .zoom import PAGE, Zoom, search, zoom
+
+__all__ = (
+    "PAGE",
+    "Hit",
+    "Rendered",
+    "Zoom",
+    "prompt_text",
+    "render_view",
+    "search",
+    "view",
+    "zoom",
+)
+
+log = logging.getLogger(__name__)
+
+BLOCK_LINES = 32
+"""Outline lines per block: the unit a provider's prompt cache matches."""
+BATCH = 256
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rendered:
+    """A view as plain text: what the `prompt` command shows and the benchmarks measure."""
+
+    text: str
+    tokens: int
+    """Its tokens, with the thread's tokenizer."""
+    bytes: int
+    """Its size in UTF-8 bytes."""
+
+
+async def view(
+    history: History,
+    thread: str,
+    *,
+    agent: str | None = None,
+    block_lines: int = BLOCK_LINES,
+    since: datetime | None = None,
+    cache_point: bool = True,
+    page: int = PAGE,
+) -> list[ModelMessage]:
+    """The thread's prompt for `agent`: its outline, then its tail whole.
+
+    Args:
+        history: an open History.
+        thread: the thread; one with no messages gives an empty list.
+        agent: whose view it is: its messages are responses, its steps tool calls and returns.
+            None for nobody's: every message a user part, steps as text.
+        block_lines: outline lines per `CompactionPart`.
+        since: the window by age: only lines and messages with `at` from this instant on.
+        cache_point: put a `CachePoint` after the outline (and after its last full block).
+        page: a message over this many bytes is sent as its head, with a note to zoom.
+    """
+    return await build(
+        history, thread, agent=agent, block_lines=block_lines, since=since,
+        cache_point=cache_point, page=page,
+    )  # fmt: skip
+
+
+async def render_view(
+    history: History,
+    thread: str,
+    *,
+    agent: str | None = None,
+    block_lines: int = BLOCK_LINES,
+    since: datetime | None = None,
+) -> Rendered:
+    """The view as plain text, with its tokens and bytes."""
+    messages = await view(history, thread, agent=agent, block_lines=block_lines, since=since)
+    text = prompt_text(messages)
+    return Rendered(text=text, tokens=tokens(text, history.settings.encoding), bytes=size(text))
+
+
+async def build(
+    history: History,
+    thread: str,
+    *,
+    agent: str | None,
+    block_lines: int,
+    since: datetime | None,
+    cache_point: bool,
+    page: int,
+    originals: Mapping[str, ModelResponse] | None = None,
+) -> list[ModelMessage]:
+    """`view`, where a response recorded from `originals` (by message id) is sent as it was."""
+    if block_lines < 1:
+        raise ConfigurationError(f"block_lines must be at least 1, got {block_lines!r}")
+    outline = await history.store.outline(thread)
+    if outline is None:
+        return []
+    head: list[ModelMessage] = []
+    outline_parts = await _outline_parts(history, outline, block_lines, since, cache_point)
+    if outline_parts:
+        head.append(ModelRequest(parts=outline_parts))
+    tail = [s for s in await _tail(history, outline) if since is None or s.message.at >= since]
+    steps = {
+        s.message.id: step
+        for s in tail
+        if s.message.step
+        and (agent is None or s.message.author == agent)
+        and (step := decode(s.message.text))
+    }
+    # Nobody's view (agent None) pairs nothing: every step is text.
+    paired = paired_calls(steps.values()) if agent is not None else set()
+    while True:
+        sent = _merged([*head, *_tail_messages(tail, steps, paired, agent, page, originals or {})])
+        # A result is sent as a tool part only in the request right after its call's response:
+        # one that came later (after the agent spoke again) goes as text, with its call.
+        apart = _apart(sent) & paired
+        if not apart:
+            return sent
+        paired -= apart
+
+
+async def _outline_parts(
+    history: History,
+    outline: Outline,
+    block_lines: int,
+    since: datetime | None,
+    cache_point: bool,
+) -> list[ModelRequestPart]:
+    entries = [e for e in outline.lines if since is None or e[3] >= since]
+    keys = [(level, index) for level, index, _, _ in entries]
+    nodes = await history.store.nodes(outline.thread, keys)
+    if len(nodes) < len(keys):  # only if the store lost a node: show what is left
+        log.warning(
+            "thread %r: %d outline lines have no node", outline.thread, len(keys) - len(nodes),
+            extra={"thread": outline.thread},
+        )  # fmt: skip
+    texts = [f"{n.label}|{one_line(n.text)}" for n in nodes]
+    if not texts:
+        return []
+    blocks = [texts[k : k + block_lines] for k in range(0, len(texts), block_lines)]
+    parts: list[ModelRequestPart] = [CompactionPart(content="\n".join(b)) for b in blocks]
+    if cache_point:
+        at = entries[-1][3]
+        mark = UserPromptPart(content=[CachePoint()], timestamp=at)
+        parts.append(mark)
+        if len(blocks) > 1 and len(blocks[-1]) < block_lines:
+            # The full blocks stay the same until a fold: a mark after them keeps hitting
+            # while cuts append lines to the last block.
+            parts.insert(len(blocks) - 1, UserPromptPart(content=[CachePoint()], timestamp=at))
+    return parts
+
+
+async def _tail(history: History, outline: Outline) -> list[Stored]:
+    """The tail from the log: every message from the tail's first on, processed or not."""
+    after = (outline.tail[0].seq if outline.tail else outline.position + 1) - 1
+    found: list[Stored] = []
+    while batch := await history.store.pending(outline.thread, after, BATCH):
+        found.extend(batch)
+        after = batch[-1].seq
+    return found
+
+
+def _tail_messages(
+    tail: list[Stored],
+    steps: Mapping[str, Step],
+    paired: set[str],
+    agent: str | None,
+    page: int,
+    originals: Mapping[str, ModelResponse],
+) -> Iterable[ModelMessage]:
+    for s in tail:
+        m = s.message
+        if m.step and agent is not None and m.author != agent:
+            continue  # another agent's private step
+        step = steps.get(m.id)
+        if m.id in originals and (
+            not isinstance(step, Calls) or all(c.id in paired for c in step.calls)
+        ):
+            yield originals[m.id]
+        elif step is not None:
+            yield from step_messages(m.author, step, paired, page, m.at, own=agent is not None)
+        elif m.author == agent and not m.step:
+            yield ModelResponse(parts=[TextPart(content=_head(m.text, page, s))], timestamp=m.at)
+        else:
+            text = render(replace(m, text=_head(m.text, page, s)))
+            text += "".join(f" [{f.name}]" for f in m.files)
+            yield ModelRequest(parts=[UserPromptPart(content=text, timestamp=m.at)])
+
+
+def _head(text: str, page: int, stored: Stored) -> str:
+    """A text too large for a prompt as its head, with a note to zoom for the rest."""
+    if size(text) <= page:
+        return text
+    if stored.index is None:
+        return cut_text(text, page)
+    head = prefix(text, page)
+    where = label(0, stored.index)
+    return f'{head}\n[… {size(text) - size(head)} more bytes: zoom("{where}", page=2) reads on]'
+
+
+def _apart(sent: list[ModelMessage]) -> set[str]:
+    """Ids of calls not answered in the next request, and of results not answering the last."""
+    apart: set[str] = set()
+    for k, message in enumerate(sent):
+        if isinstance(message, ModelResponse):
+            after = sent[k + 1] if k + 1 < len(sent) else None
+            apart |= _ids(message, ToolCallPart) - _ids(after, ToolReturnPart)
+        else:
+            before = sent[k - 1] if k else None
+            apart |= _ids(message, ToolReturnPart) - _ids(before, ToolCallPart)
+    return apart
+
+
+def _ids(message: ModelMessage | None, kind: type[ToolCallPart | ToolReturnPart]) -> set[str]:
+    parts = message.parts if message is not None else []
+    return {p.tool_call_id for p in parts if isinstance(p, kind)}
+
+
+def _merged(pieces: Iterable[ModelMessage]) -> list[ModelMessage]:
+    """Neighbours of the same kind as one message, as pydantic-ai sends them: tool results lead."""
+    out: list[ModelMessage] = []
+    for piece in pieces:
+        last = out[-1] if out else None
+        if isinstance(piece, ModelRequest) and isinstance(last, ModelRequest):
+            parts = sorted([*last.parts, *piece.parts], key=_results_first)
+            out[-1] = ModelRequest(parts=parts)
+        elif (
+            isinstance(piece, ModelResponse)
+            and isinstance(last, ModelResponse)
+            and _synthetic(piece)
+            and _synthetic(last)
+        ):
+            out[-1] = ModelResponse(parts=[*last.parts, *piece.parts], timestamp=piece.timestamp)
+        else:
+            out.append(piece)
+    return out
+
+
+def _results_first(part: ModelRequestPart) -> int:
+    return 0 if isinstance(part, ToolReturnPart) else 1
+
+
+def _synthetic(response: ModelResponse) -> bool:
+    """Made here, not by a provider: pydantic-ai merges such neighbours, so the view does too."""
+    r = response
+    return r.provider_response_id is None and r.provider_name is None and r.model_name is None
+
+
+def prompt_text(messages: Iterable[ModelMessage]) -> str:
+    """Messages as plain text, one block per part: appending parts appends text."""
+    out: list[str] = []
+    for message in messages:
+        for part in message.parts:
+            out.append(_part_text(part))
+    return "".join(out)
+
+
+def _part_text(part: ModelRequestPart | ModelResponsePart) -> str:
+    if isinstance(part, CompactionPart):
+        return f"[outline]\n{part.content or ''}\n"
+    if isinstance(part, UserPromptPart):
+        if isinstance(part.content, str):
+            return f"[user]\n{part.content}\n"
+        items = [i for i in part.content if not isinstance(i, CachePoint)]
+        text = "".join(i if isinstance(i, str) else f"[{i.kind}]" for i in items)
+        return f"[user]\n{text}\n" if items else ""
+    if isinstance(part, SystemPromptPart):
+        return f"[system]\n{part.content}\n"
+    if isinstance(part, TextPart):
+        return f"[assistant]\n{part.content}\n"
+    if isinstance(part, ToolCallPart):
+        return f"[tool call {part.tool_call_id}] {part.tool_name} {part.args_as_json_str()}\n"
+    if isinstance(part, ToolReturnPart):
+        return f"[tool return {part.tool_call_id}] {part.tool_name}\n{part.model_response_str()}\n"
+    if isinstance(part, RetryFeedbackPart):
+        return f"[feedback]\n{part.model_response()}\n"
+    return f"[{part.part_kind}]\n"

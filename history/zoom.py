@@ -1,0 +1,164 @@
+"""Zoom and search: how an agent reaches what its outline only summarizes.
+
+`zoom(label)` opens a line into the two lines under it, and a single message's label (`"12+1"`)
+into the message itself, whole, in pages of `PAGE` bytes when it is long. `search(query)`
+finds the thread's lines and messages by their words and gives the labels to zoom into.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from .contract import Hit, Message, Stored, Summary, format_at
+from .errors import NotFoundError
+from .lines import cut, one_line, prefix, render, size
+from .lines import label as label_of
+from .plugin import History
+
+PAGE = 32_000
+"""Bytes of a message sent at once: the head the view sends, and a page of zoom."""
+BATCH = 256
+_LABEL = re.compile(r"\s*(\d+)\s*\+\s*(\d+)\s*")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Zoom:
+    """A line opened: the two lines under it, or a page of the message it stands for."""
+
+    label: str
+    level: int
+    index: int
+    lines: tuple[Summary, ...]
+    """The two lines under the node; empty when the label is a single message's."""
+    message: Message | None
+    """The message, when the label is a single message's (`"{index}+1"`)."""
+    page: int
+    """The page of the message shown, from 1."""
+    pages: int
+    """How many pages the message has (1 for a line)."""
+    text: str
+    """What an agent reads: the lines as `label|text`, or the message's page with a header."""
+
+
+async def zoom(
+    history: History, thread: str, label: str, *, page: int = 1, page_bytes: int = PAGE
+) -> Zoom:
+    """Open the line `label` of `thread`; a label that is not a node of it is a NotFoundError.
+
+    A label is `"{first}+{count}"`: `count` a power of two and `first` a multiple of it, as the
+    outline and search give them. `"12+1"` is message 12 itself, whole; `page` pages through a
+    message longer than `page_bytes`.
+    """
+    level, index = _parse(thread, label)
+    name = label_of(level, index)
+    if level == 0:
+        return await _message(history, thread, index, page, page_bytes)
+    node = await history.store.summary(thread, level, index)
+    if node is None:
+        raise NotFoundError(
+            f"no line {label!r} in thread {thread!r}: use a label from the outline or from "
+            "search, like the ones before each '|'"
+        )
+    lines = []
+    for child in (2 * index, 2 * index + 1):
+        found = await history.store.summary(thread, level - 1, child)
+        if found is not None:  # both exist when the parent does; a lost one is skipped
+            lines.append(found)
+    text = "\n".join(f"{n.label}|{one_line(n.text)}" for n in lines)
+    return Zoom(
+        label=name, level=level, index=index, lines=tuple(lines), message=None, page=1, pages=1,
+        text=text,
+    )  # fmt: skip
+
+
+async def search(history: History, thread: str, query: str, *, limit: int = 10) -> list[Hit]:
+    """The thread's lines and messages that match `query`'s words, one hit per label.
+
+    The most relevant come first, then the newest. A hit's text is one line, at most the
+    thread's `line` bytes.
+    """
+    found = await history.store.search(thread, query, 2 * limit)
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for hit in found:
+        if hit.label in seen:
+            continue  # a message and its own line: the better-ranked one stands for both
+        seen.add(hit.label)
+        text = one_line(hit.text)
+        if size(text) > history.settings.line:
+            text = cut(text, history.settings.line)
+        hits.append(Hit(label=hit.label, level=hit.level, index=hit.index, text=text, at=hit.at,
+                        message=hit.message))  # fmt: skip
+        if len(hits) == limit:
+            break
+    return hits
+
+
+def _parse(thread: str, text: str) -> tuple[int, int]:
+    match = _LABEL.fullmatch(text)
+    if match is None:
+        raise NotFoundError(
+            f"{text!r} is not a label: a label is first+count as the outline shows it, "
+            "like '0+8' or '12+1'"
+        )
+    first, count = int(match[1]), int(match[2])
+    if count < 1 or count & (count - 1) or first % count:
+        raise NotFoundError(
+            f"no line {text!r} in thread {thread!r}: a line covers a power of two of messages "
+            "starting at a multiple of it; use a label from the outline or from search"
+        )
+    return count.bit_length() - 1, first // count
+
+
+async def _message(history: History, thread: str, index: int, page: int, page_bytes: int) -> Zoom:
+    name = label_of(0, index)
+    stored = await _shared(history, thread, index)
+    if stored is None:
+        raise NotFoundError(
+            f"no message {name!r} in thread {thread!r}: use a label from the outline or from search"
+        )
+    m = stored.message
+    pages = _pages(m.text, page_bytes)
+    if not 1 <= page <= len(pages):
+        raise NotFoundError(f"message {name!r} has {len(pages)} page(s); there is no page {page!r}")
+    speaker = render(replace(m, text="")).removesuffix(": ")
+    shown = [f"{name}|{speaker}, {format_at(m.at)}:", pages[page - 1]]
+    if page == len(pages) and m.files:
+        shown.append("[files: " + ", ".join(f.name for f in m.files) + "]")
+    if page < len(pages):
+        shown.append(f'[page {page} of {len(pages)}: zoom("{name}", page={page + 1}) reads on]')
+    return Zoom(
+        label=name, level=0, index=index, lines=(), message=m, page=page, pages=len(pages),
+        text="\n".join(shown),
+    )  # fmt: skip
+
+
+async def _shared(history: History, thread: str, index: int) -> Stored | None:
+    """Shared message `index`: through its line once it left the tail, else in the tail."""
+    node = await history.store.summary(thread, 0, index)
+    if node is not None and node.message is not None:
+        return await history.store.message(node.message)
+    outline = await history.store.outline(thread)
+    if outline is None or index < outline.boundary:
+        return None
+    after = (outline.tail[0].seq if outline.tail else outline.position + 1) - 1
+    while batch := await history.store.pending(thread, after, BATCH):
+        for stored in batch:
+            if stored.index == index:
+                return stored
+            if stored.index is not None and stored.index > index:
+                return None
+        after = batch[-1].seq
+    return None
+
+
+def _pages(text: str, page_bytes: int) -> list[str]:
+    """`text` in pages of at most `page_bytes` bytes, split between characters."""
+    pages: list[str] = []
+    rest = text
+    while rest:
+        head = prefix(rest, max(page_bytes, 4))
+        pages.append(head)
+        rest = rest[len(head) :]
+    return pages or [""]

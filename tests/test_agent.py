@@ -1,0 +1,198 @@
+"""The pydantic-ai hook: the model sees exactly the view, and the run is recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    CachePoint,
+    ModelMessage,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from history import ThreadHistory, prompt_text, view
+from history.agent import INSTRUCTIONS
+from history.steps import Call, Calls, Feedback, Return, Returns, decode, encode
+
+from .conftest import exchange, message
+
+pytestmark = pytest.mark.anyio
+
+Opener = Callable[..., Any]
+Script = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+
+
+def sent_form(messages: Sequence[ModelMessage]) -> list[tuple[object, ...]]:
+    """What a provider is sent of messages: kinds, contents, tool names and ids."""
+    out: list[tuple[object, ...]] = []
+    for m in messages:
+        parts: list[tuple[object, ...]] = []
+        for p in m.parts:
+            if isinstance(p, ToolCallPart):
+                parts.append((p.part_kind, p.tool_name, p.args, p.tool_call_id))
+            elif isinstance(p, ToolReturnPart):
+                parts.append((p.part_kind, p.tool_name, p.content, p.tool_call_id, p.outcome))
+            else:
+                parts.append((p.part_kind, getattr(p, "content", None)))
+        out.append((m.kind, tuple(parts)))
+    return out
+
+
+async def test_the_model_sees_exactly_the_view_and_the_run_is_recorded(
+    open_history: Opener,
+) -> None:
+    seen: list[list[ModelMessage]] = []
+    expected: list[list[ModelMessage]] = []
+
+    async with open_history(tail=(60, 260), kept=2) as run:
+
+        async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            assert info.instructions is not None and INSTRUCTIONS in info.instructions
+            seen.append(messages)
+            await run.history.wait()
+            expected.append(await view(run.history, "t", agent="north", cache_point=False))
+            if len(seen) == 1:
+                call = ToolCallPart("zoom", {"label": "0+2"}, tool_call_id="z1")
+                return ModelResponse(parts=[TextPart("Let me look."), call])
+            return ModelResponse(parts=[TextPart("We planned the launch.")])
+
+        await run.send(*exchange(["Plan the launch", *[f"item {k}" for k in range(13)]]))
+        outline = await run.history.outline("t")
+        hook = ThreadHistory(run.history, "t", agent="north", user="Ana")
+        agent = Agent(FunctionModel(model), capabilities=[hook])
+        result = await agent.run("What did we plan?")
+        await run.history.wait()
+        recorded = await run.history.store.pending("t", 27, 100)
+        after = await view(run.history, "t", agent="north", cache_point=False)
+
+    assert outline is not None and outline.outlined  # the agent reads an outline
+    assert result.output == "We planned the launch."
+    assert len(seen) == 2
+    assert [sent_form(s) for s in seen] == [sent_form(e) for e in expected]
+    assert prompt_text(seen[0]).endswith("[user]\nAna: What did we plan?\n")
+    zoomed = "0+1|Ana → north: Plan the launch\n1+1|north → Ana: ok"
+    zoom_call = Call(id="z1", name="zoom", args={"label": "0+2"})
+    assert [(s.message.author, s.message.step, s.message.text) for s in recorded] == [
+        ("Ana", False, "What did we plan?"),
+        ("north", True, encode(Calls(calls=(zoom_call,), text="Let me look."))),
+        ("north", True, encode(Returns(returns=(Return(id="z1", name="zoom", content=zoomed),)))),
+        ("north", False, "We planned the launch."),
+    ]
+    # The next run reads the same turn back from the thread: tool parts and all.
+    assert sent_form(after)[-3:] == [
+        ("response", (("text", "Let me look."), ("tool-call", "zoom", {"label": "0+2"}, "z1"))),
+        ("request", (("tool-return", "zoom", zoomed, "z1", "success"),)),
+        ("response", (("text", "We planned the launch."),)),
+    ]
+
+
+async def run_once(run: Any, script: Script, **options: Any) -> list[list[ModelMessage]]:
+    seen: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(messages)
+        return script(messages, info)
+
+    capability = ThreadHistory(run.history, "t", agent="north", user="Ana", **options)
+    agent = Agent(FunctionModel(model), capabilities=[capability], system_prompt="You are north.")
+    await agent.run("Hello?")
+    await run.history.wait()
+    return seen
+
+
+def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("Hi.")])
+
+
+async def test_a_zoom_into_no_line_tells_the_model_what_to_do(open_history: Opener) -> None:
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("zoom", {"label": "5+3"}, tool_call_id="z")])
+        return ModelResponse(parts=[TextPart("Sorry.")])
+
+    async with open_history(tail=(60, 200)) as run:
+        seen = await run_once(run, script)
+        recorded = await run.history.store.pending("t", -1, 100)
+    error = "no line '5+3' in thread 't': a line covers a power of two of messages"
+    assert error in prompt_text(seen[1])
+    result = decode(recorded[2].message.text)
+    assert isinstance(result, Returns) and result.returns[0].outcome == "retried"
+    assert error in str(result.returns[0].content)
+
+
+async def test_the_system_prompt_stays_first(open_history: Opener) -> None:
+    async with open_history(tail=(60, 200)) as run:
+        await run.send(*exchange(["Plan the launch"]))
+        seen = await run_once(run, answer)
+    assert isinstance(seen[0][0].parts[0], SystemPromptPart)
+    assert prompt_text(seen[0]) == (
+        "[system]\nYou are north.\n[user]\nAna → north: Plan the launch\n[assistant]\nok\n"
+        "[user]\nAna: Hello?\n"
+    )
+
+
+def marks(messages: Sequence[ModelMessage]) -> int:
+    return sum(
+        isinstance(p, UserPromptPart) and CachePoint() in list(p.content)
+        for m in messages
+        for p in m.parts
+    )
+
+
+async def test_cache_marks_go_only_to_a_model_that_takes_them(open_history: Opener) -> None:
+    async with open_history(tail=(30, 60), kept=2) as run:
+        await run.send(*exchange([f"item {k}" for k in range(8)]))
+        plain = await run_once(run, answer)
+        marked = await run_once(run, answer, cache_point=True)
+    assert marks(plain[0]) == 0
+    assert marks(marked[0]) == 1
+
+
+async def test_an_app_that_records_prompts_itself_is_not_recorded_twice(
+    open_history: Opener,
+) -> None:
+    async with open_history(tail=(60, 200)) as run:
+        await run.send(message(0, "Hello?", to=""))
+        seen = await run_once(run, answer, record_prompt=False)
+        recorded = await run.history.store.pending("t", -1, 100)
+    assert prompt_text(seen[0]).endswith("[user]\nAna: Hello?\n")
+    assert [(s.message.author, s.message.text) for s in recorded] == [
+        ("Ana", "Hello?"),
+        ("north", "Hi."),
+    ]
+
+
+def test_steps_round_trip() -> None:
+    steps = [
+        Calls(calls=(Call(id="a", name="f", args='{"x": 1}'), Call(id="b", name="g", args=None))),
+        Returns(returns=(Return(id="a", name="f", content={"n": [1, 2]}, outcome="failed"),)),
+        Feedback(text="Please answer with a number."),
+    ]
+    assert [decode(encode(step)) for step in steps] == steps
+    for text in ["", "{}", "plain words", '{"tool_calls": []}', '{"tool_returns": [{"id": 1}]}',
+                 '{"feedback": "x", "more": 1}', "[1, 2]", "{not json"]:  # fmt: skip
+        assert decode(text) is None
+
+
+async def test_the_agent_searches_its_thread(open_history: Opener) -> None:
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            call = ToolCallPart("search_history", {"query": "trailer?"}, tool_call_id="s")
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart("Found it.")])
+
+    async with open_history(tail=(60, 200)) as run:
+        await run.send(*exchange(["Plan the launch", "We need a trailer"]))
+        seen = await run_once(run, script)
+    assert prompt_text(seen[1]).endswith(
+        "[tool return s] search_history\n2+1|Ana → north: We need a trailer\n"
+    )

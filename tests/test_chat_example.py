@@ -1,0 +1,32 @@
+"""The example chat runs offline: north answers, /prompt shows the view, /tree the tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAID = ["Plan the launch for December", "We need a trailer", "And a landing page",
+        "Who writes the copy?", "The price is 4,200 EUR per seat", "ok thanks"]  # fmt: skip
+
+
+def test_the_offline_chat_answers_and_shows_its_prompt_and_tree(tmp_path: Path) -> None:
+    commands = [*SAID, "/prompt", "/tree", "/search price", "/zoom 9+3"]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "chat.py"), "--store", str(tmp_path / "c.sqlite")],
+        input="\n".join(commands) + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HISTORY_TAIL": "40,80", "COLUMNS": "200"},
+        check=True,
+        timeout=60,
+    )
+    out = result.stdout
+    assert "north: You said: Ana: The price is 4,200 EUR per seat" in out
+    assert "[outline]\n0+1|Ana: Plan the launch for December\n1+1|north: You said:" in out
+    assert "[user]\nAna: ok thanks\n[assistant]\nYou said: Ana: ok thanks\n" in out
+    assert "chat: 7 lines, 5 messages whole\n├── 0+1 Ana: Plan the launch for December" in out
+    assert "8+1 Ana: The price is 4,200 EUR per seat" in out
+    assert "no line '9+3' in thread 'chat'" in out
