@@ -1,0 +1,282 @@
+"""Reading conversation files into messages: the formats, how one is recognised, and the checks.
+
+A file is read whole and checked before anything is written. `read` gives every record it could
+turn into a message (or an erase) with where it came from, and every bad record with the reason,
+so the command line can refuse the file, or skip what is bad, before the store is touched.
+
+Formats:
+    jsonl: the project's own (SPEC section 8): one message or `thread.deleted` event a line.
+    chatgpt: a ChatGPT data export (`conversations.json`), one thread per conversation.
+    pydantic-ai: a pydantic-ai message history (`ModelMessagesTypeAdapter` JSON), one thread.
+    chat: a list of `{"role", "content"}` chat messages, one thread.
+
+The one-thread formats take their thread from the file name, or from `thread=`. Their message
+ids are `{thread}:{position}`, so the same file always gives the same ids and ingesting it again
+changes nothing, while a longer copy of the same chat only adds its new messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Literal, get_args
+
+from .contract import File, Message
+from .errors import ConfigurationError, InputError
+from .trace import Event, parse_line
+
+Format = Literal["jsonl", "chatgpt", "pydantic-ai", "chat"]
+FORMATS: tuple[Format, ...] = get_args(Format)
+ONE_THREAD: tuple[Format, ...] = ("pydantic-ai", "chat")
+"""Formats that hold one conversation, whose thread is named by the file or `thread=`."""
+
+SYNTHETIC_START = datetime(2000, 1, 1, tzinfo=UTC)
+"""Messages that carry no time are dated from here, one second apart, in file order."""
+SKIPPED_ROLES = ("system", "developer")
+"""Instructions to a model, not part of the conversation people see."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """A message or an erase read from a file, with where it was found."""
+
+    where: str
+    """A line number (`12`) or a JSON path (`$[3].mapping["a1"]`)."""
+    event: Event
+    """A Message, or `("thread.deleted", thread)`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """A record that cannot be ingested, and why."""
+
+    where: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parsed:
+    """What one file holds: the records to write, in order, and the bad ones."""
+
+    path: Path
+    format: Format
+    records: tuple[Record, ...]
+    problems: tuple[Problem, ...]
+
+    @property
+    def messages(self) -> int:
+        return sum(isinstance(r.event, Message) for r in self.records)
+
+
+class Reader:
+    """Collects records and problems while a format's parser walks a file."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.problems: list[Problem] = []
+
+    def add(self, where: str, event: Event) -> None:
+        self.records.append(Record(where=where, event=event))
+
+    def bad(self, where: str, reason: str) -> None:
+        self.problems.append(Problem(where=where, reason=reason))
+
+
+def path_of(*keys: int | str) -> str:
+    """A JSON path: `$[3].mapping["a-1"].message`."""
+    parts = ["$"]
+    for key in keys:
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            parts.append(f".{key}")
+        else:
+            parts.append(f"[{json.dumps(key, ensure_ascii=False)}]")
+    return "".join(parts)
+
+
+def synthetic_at(position: int) -> datetime:
+    return SYNTHETIC_START + timedelta(seconds=position)
+
+
+def read(path: Path, *, format: Format | None = None, thread: str | None = None) -> Parsed:
+    """Read and check one file. OSError when it cannot be read; InputError for a format that
+    cannot be told, ConfigurationError for a `thread` given to a format that names its own."""
+    data = path.read_bytes()
+    chosen = format or detect(data, path)
+    if thread is not None and chosen not in ONE_THREAD:
+        raise ConfigurationError(
+            f"--thread applies to one-conversation formats ({', '.join(ONE_THREAD)}); "
+            f"{str(path)!r} is {chosen!r}, whose records name their own threads"
+        )
+    reader = Reader()
+    if chosen == "jsonl":
+        _jsonl(data, reader)
+    else:
+        try:
+            value = json.loads(data)
+        except UnicodeDecodeError as exc:
+            reader.bad("1", f"not UTF-8: {exc}")
+        except json.JSONDecodeError as exc:
+            reader.bad(str(exc.lineno), f"not JSON: {exc.msg} (column {exc.colno})")
+        else:
+            name = thread if thread is not None else path.stem
+            if chosen == "chat":
+                _chat(value, name, reader)
+            else:
+                from . import formats
+
+                if chosen == "chatgpt":
+                    formats.chatgpt(value, reader)
+                else:
+                    formats.pydantic_ai(value, name, reader)
+    _check_ids(reader)
+    return Parsed(
+        path=path, format=chosen, records=tuple(reader.records), problems=tuple(reader.problems)
+    )
+
+
+def detect(data: bytes, path: Path) -> Format:
+    """The format of a file, told from its content (a `.jsonl` name settles it)."""
+    if path.suffix.lower() == ".jsonl":
+        return "jsonl"
+    try:
+        value = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        first = next((line for line in data.splitlines() if line.strip()), b"")
+        if first.lstrip().startswith(b"{"):
+            return "jsonl"
+        raise InputError(
+            f"cannot tell the format of {str(path)!r}: it is neither JSON nor JSON lines; "
+            f"name it with --format ({', '.join(FORMATS)})"
+        ) from None
+    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
+        value = value["messages"]
+    sample = value if isinstance(value, Mapping) else next(iter(value or []), None)
+    if isinstance(value, list) and sample is None:
+        return "chat"  # an empty list holds nothing in any format
+    if isinstance(sample, Mapping):
+        if "mapping" in sample:
+            return "chatgpt"
+        if sample.get("kind") in ("request", "response") and "parts" in sample:
+            return "pydantic-ai"
+        if "role" in sample and isinstance(value, list):
+            return "chat"
+        if isinstance(value, Mapping) and ("thread" in value or "event" in value):
+            return "jsonl"
+    raise InputError(
+        f"cannot tell the format of {str(path)!r}: not a JSON lines history, a ChatGPT export, "
+        f"a pydantic-ai history or a list of chat messages; name it with --format "
+        f"({', '.join(FORMATS)})"
+    )
+
+
+def _jsonl(data: bytes, reader: Reader) -> None:
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            reader.add(str(number), parse_line(raw))
+        except InputError as exc:
+            reader.bad(str(number), str(exc))
+
+
+def _chat(value: object, thread: str, reader: Reader) -> None:
+    """A list of OpenAI-style chat messages (or `{"messages": [...]}`), times synthesized."""
+    keys: tuple[str | int, ...] = ()
+    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
+        value, keys = value["messages"], ("messages",)
+    if not isinstance(value, list):
+        reader.bad("$", f"a chat must be a list of messages, got {type(value).__name__}")
+        return
+    for position, item in enumerate(value):
+        where = path_of(*keys, position)
+        try:
+            for suffix, message in _chat_message(item, thread, position):
+                reader.add(where + suffix, message)
+        except InputError as exc:
+            reader.bad(where, str(exc))
+
+
+def _chat_message(item: object, thread: str, position: int) -> Iterable[tuple[str, Message]]:
+    if not isinstance(item, Mapping):
+        raise InputError(f"a chat message must be an object, got {item!r:.80}")
+    role, name = item.get("role"), item.get("name")
+    if not isinstance(role, str) or not role:
+        raise InputError(f"role must be a non-empty string, got {role!r}", field="role")
+    if name is not None and not isinstance(name, str):
+        raise InputError(f"name must be a string, got {name!r}", field="name")
+    text, files = _chat_content(item.get("content"))
+    at, base = synthetic_at(position), f"{thread}:{position}"
+    out: list[tuple[str, Message]] = []
+    if role in SKIPPED_ROLES:
+        return out
+    step = role in ("tool", "function")
+    if text or files:
+        message = Message(id=base, thread=thread, author=name or role, text=text, at=at,
+                          step=step, files=files)  # fmt: skip
+        out.append(("", message))
+    calls = item.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise InputError(f"tool_calls must be a list, got {calls!r:.80}", field="tool_calls")
+    for k, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise InputError(f"tool_calls[{k}] has no function name: {call!r:.80}")
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        out.append((
+            f".tool_calls[{k}]",
+            Message(id=f"{base}.{k}", thread=thread, author=name or role, to=function["name"],
+                    text=arguments, at=at, step=True),
+        ))  # fmt: skip
+    return out
+
+
+def _chat_content(content: object) -> tuple[str, tuple[File, ...]]:
+    """A string, null, or a list of parts: text parts joined by newlines, others as files."""
+    if content is None:
+        return "", ()
+    if isinstance(content, str):
+        return content, ()
+    if not isinstance(content, list):
+        raise InputError(
+            f"content must be a string or a list, got {content!r:.80}", field="content"
+        )
+    texts: list[str] = []
+    files: list[File] = []
+    for k, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif isinstance(part, Mapping) and isinstance(part.get("type"), str):
+            kind = part["type"]
+            mime = "image/*" if kind.startswith("image") else None
+            files.append(File(name=f"{kind}-{k}", mime=mime))
+        else:
+            raise InputError(f"content[{k}] must be a text or typed part, got {part!r:.80}")
+    return "\n".join(texts), tuple(files)
+
+
+def _check_ids(reader: Reader) -> None:
+    """Refuse an id used twice in one file with other content (within one life of its thread)."""
+    seen: dict[str, tuple[Record, Message]] = {}
+    kept: list[Record] = []
+    for record in reader.records:
+        event = record.event
+        if not isinstance(event, Message):
+            seen = {k: v for k, v in seen.items() if v[1].thread != event[1]}
+        elif event.id in seen and seen[event.id][1].content != event.content:
+            first = seen[event.id][0]
+            reader.bad(record.where, f"id {event.id!r} is used at {first.where} with other content")
+            continue
+        else:
+            seen.setdefault(event.id, (record, event))
+        kept.append(record)
+    reader.records = kept
