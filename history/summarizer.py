@@ -186,7 +186,7 @@ class ModelSummarizer:
             history.append(ModelRequest(parts=[UserPromptPart(content=prompt)]))
             history.append(ModelResponse(parts=[TextPart(content=answer)]))
         result = await self._agent.run(prompts[-1], message_history=history or None)
-        usage = result.usage()
+        usage = result.usage
         return Reply(
             text=result.output,
             input_tokens=usage.input_tokens,
