@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from .contract import File, Message
 from .errors import ConfigurationError, InputError
 from .trace import Event, parse_line
+
+if TYPE_CHECKING:
+    from .plugin import History
+    from .store import Store
 
 Format = Literal["jsonl", "chatgpt", "pydantic-ai", "chat"]
 FORMATS: tuple[Format, ...] = get_args(Format)
@@ -280,3 +284,66 @@ def _check_ids(reader: Reader) -> None:
             seen.setdefault(event.id, (record, event))
         kept.append(record)
     reader.records = kept
+
+
+@dataclass(kw_only=True)
+class Tally:
+    """What ingesting one file did."""
+
+    new: int = 0
+    """Messages stored."""
+    known: int = 0
+    """Messages already stored as they are (a redelivery changes nothing)."""
+    erased: int = 0
+    """Threads erased by `thread.deleted` records."""
+
+
+async def conflicts(store: Store, files: Sequence[Parsed]) -> list[tuple[Path, Problem]]:
+    """Records whose id the store, or an earlier record, holds with other content.
+
+    Checked before anything is written, so that a conflict leaves the store as it was. A thread
+    erased earlier in the run starts again, so the ids it held are free from there on.
+    """
+    found: list[tuple[Path, Problem]] = []
+    seen: dict[str, Message] = {}
+    erased: set[str] = set()
+    for parsed in files:
+        for record in parsed.records:
+            event = record.event
+            if not isinstance(event, Message):
+                erased.add(event[1])
+                seen = {id: m for id, m in seen.items() if m.thread != event[1]}
+                continue
+            known = seen.get(event.id)
+            if known is None:
+                stored = await store.message(event.id)
+                if stored is not None and stored.message.thread not in erased:
+                    known = stored.message
+            if known is not None and known.content != event.content:
+                reason = (
+                    f"id {event.id!r} is already stored with other content "
+                    f"(thread {known.thread!r}); the stored message is kept"
+                )
+                found.append((parsed.path, Problem(where=record.where, reason=reason)))
+                continue
+            seen[event.id] = event
+    return found
+
+
+async def store_all(
+    history: History, parsed: Parsed, *, advance: Callable[[], object] = lambda: None
+) -> Tally:
+    """Hand a file's records to the plugin in order; `advance` is called after each."""
+    tally = Tally()
+    for record in parsed.records:
+        event = record.event
+        if isinstance(event, Message):
+            if await history.message_created(event) is None:
+                tally.known += 1
+            else:
+                tally.new += 1
+        else:
+            await history.thread_deleted(event[1])
+            tally.erased += 1
+        advance()
+    return tally

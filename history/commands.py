@@ -1,0 +1,383 @@
+"""The commands that fill a store and look into it: ingest, threads, show, prompt, zoom, search,
+erase and demo.
+
+Exit codes: 0 done; 1 the input has bad records, and nothing was written; 2 a mistake to fix
+(a file that cannot be read, a format that cannot be told, a database that is not ours, a thread
+that does not exist, settings that cannot work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import importlib
+import inspect
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from types import ModuleType
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import report
+from .errors import HistoryError, NotFoundError, StoreError
+from .ingest import FORMATS, Parsed, Problem, conflicts, read, store_all
+from .plugin import History
+from .processors.erase import erase
+from .settings import TAIL_VARIABLE, HistorySettings
+from .store import Store, open_store
+
+NAMES = ("ingest", "threads", "show", "prompt", "zoom", "search", "erase", "demo")
+DEFAULT_DB = "chat-history.sqlite"
+DEMO_TAIL = (400, 800)
+DEMO_OUTLINE = (1_200, 2_400)
+DEMO_LINE = 160
+DEMO_DEPTH = 3
+DEMO_THREAD = "launch"
+
+Budgets = Callable[[argparse.ArgumentParser], None]
+SettingsOf = Callable[[argparse.Namespace], HistorySettings]
+
+
+class ViewMissing(HistoryError):
+    """This install has no read side (`history.view`): prompt, zoom and search cannot run."""
+
+
+def register(commands: Any, *, budgets: Budgets) -> None:
+    """Add the commands to the `chat-history` parser's subcommands."""
+
+    def db(parser: argparse.ArgumentParser, default: str | None = DEFAULT_DB) -> None:
+        parser.add_argument(
+            "--db", default=default, help=f"the store: a SQLite path ({DEFAULT_DB})"
+        )
+
+    ingest = commands.add_parser(
+        "ingest", help="read conversation files into a store, then build their histories"
+    )
+    ingest.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    ingest.add_argument("--format", choices=FORMATS, help="the files' format (told by default)")
+    ingest.add_argument("--thread", help="the thread of a one-conversation file (its name)")
+    ingest.add_argument(
+        "--skip-bad", action="store_true", help="ingest the good records when some are bad"
+    )
+    db(ingest)
+    budgets(ingest)
+
+    threads = commands.add_parser("threads", help="every thread with its figures")
+    db(threads)
+
+    show = commands.add_parser("show", help="a thread's summary tree, outline and tail")
+    show.add_argument("thread")
+    show.add_argument("--depth", type=int, help="levels drawn under each top node (all)")
+    db(show)
+
+    prompt = commands.add_parser("prompt", help="exactly what an agent of the thread is sent")
+    prompt.add_argument("thread")
+    db(prompt)
+    budgets(prompt)
+
+    zoom = commands.add_parser("zoom", help="what a node of the outline stands for")
+    zoom.add_argument("thread")
+    zoom.add_argument("label", help="a node's label, such as 0+8")
+    db(zoom)
+    budgets(zoom)
+
+    search = commands.add_parser("search", help="the thread's messages that hold some words")
+    search.add_argument("thread")
+    search.add_argument("words", nargs="+")
+    search.add_argument("--limit", type=int, default=10, help="the most results shown (10)")
+    db(search)
+    budgets(search)
+
+    erase = commands.add_parser("erase", help="delete a thread: its messages, lines and outline")
+    erase.add_argument("thread")
+    db(erase)
+
+    demo = commands.add_parser(
+        "demo", help="ingest a bundled planning chat with a small tail, and show its history"
+    )
+    db(demo, default=None)
+    demo.add_argument(
+        "--depth", type=int, default=DEMO_DEPTH, help=f"tree levels drawn ({DEMO_DEPTH})"
+    )
+    budgets(demo)
+
+
+def run(args: argparse.Namespace, settings_of: SettingsOf) -> int:
+    """Run one of the commands in NAMES; errors reach the caller, which reports them."""
+    _log_to_stderr()
+    if args.command == "ingest":
+        return _ingest(args, settings_of(args))
+    if args.command == "demo":
+        return _demo(args, settings_of)
+    if args.command in ("prompt", "zoom", "search"):
+        return anyio.run(_read_side, args, settings_of(args))
+    return int(anyio.run(_inspect, args))
+
+
+def out() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _log_to_stderr() -> None:
+    root = logging.getLogger("history")
+    if not root.handlers:
+        root.addHandler(RichHandler(console=err(), show_time=False, show_path=False))
+
+
+@asynccontextmanager
+async def opened(db: str) -> AsyncIterator[Store]:
+    """An existing store, opened for reading (it is never created here)."""
+    _must_exist(db)
+    store = open_store(db)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def _must_exist(db: str) -> None:
+    if "://" not in db and db != ":memory:" and not Path(db).exists():
+        raise StoreError(f"no store at {db!r}: ingest a file first, or name one with --db")
+
+
+# ingest
+
+
+def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
+    files = [read(path, format=args.format, thread=args.thread) for path in args.files]
+    if not _problems(files, skip=args.skip_bad):
+        return 1
+    return anyio.run(_write, files, settings, args.db, args.skip_bad)
+
+
+def _problems(files: Sequence[Parsed], *, skip: bool) -> bool:
+    """Report the bad records; True when the rest may be written."""
+    problems = [(f.path, p) for f in files for p in f.problems]
+    _report(problems)
+    if problems and not skip:
+        _say(
+            f"{len(problems)} bad record(s): nothing was written "
+            "(fix them, or pass --skip-bad to ingest the rest)"
+        )
+        return False
+    if problems:
+        _say(f"skipped {len(problems)} bad record(s)")
+    return True
+
+
+def _report(problems: Sequence[tuple[Path, Problem]]) -> None:
+    for path, problem in problems:
+        print(f"{path}:{problem.where}: {problem.reason}", file=sys.stderr)
+
+
+def _say(text: str) -> None:
+    print(f"chat-history: {text}", file=sys.stderr)
+
+
+async def _write(
+    files: Sequence[Parsed], settings: HistorySettings, db: str, skip: bool, *, quiet: bool = False
+) -> int:
+    """Check the records against the store, write them with a progress bar, wait for processing."""
+    console = err()
+    bars = Progress(
+        TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=console, transient=True,
+        disable=quiet or not console.is_terminal,
+    )  # fmt: skip
+    async with History(settings, store=db) as history:
+        clashes = await conflicts(history.store, files)
+        _report(clashes)
+        if clashes and not skip:
+            _say(f"{len(clashes)} bad record(s): nothing was written")
+            return 1
+        bad = {(path, problem.where) for path, problem in clashes}
+        tallies = []
+        with bars:
+            task = bars.add_task("storing", total=sum(len(f.records) for f in files))
+            for parsed in files:
+                records = tuple(r for r in parsed.records if (parsed.path, r.where) not in bad)
+                good = dataclasses.replace(parsed, records=records)
+                tallies.append(await store_all(history, good, advance=lambda: bars.advance(task)))
+            new = sum(t.new for t in tallies)
+            work = bars.add_task("summarizing", total=new)
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    while True:
+                        bars.update(work, completed=min(history.counters.processed, new))
+                        await anyio.sleep(0.1)
+
+                group.start_soon(watch)
+                await history.wait()
+                group.cancel_scope.cancel()
+        threads = len(await history.store.threads())
+    if quiet:
+        return 0
+    show = out()
+    for parsed, tally in zip(files, tallies, strict=True):
+        erased = f", {tally.erased} thread erases" if tally.erased else ""
+        show.print(
+            f"{parsed.path} ({parsed.format}): {parsed.messages} messages, {tally.new} new, "
+            f"{tally.known} already stored{erased}",
+            markup=False,
+        )
+    c = history.counters
+    show.print(
+        f"{db}: {threads} threads; {c.processed} messages processed, {c.asks} lines asked of "
+        f"{settings.summarizer!r}",
+        markup=False,
+    )
+    return 0
+
+
+# threads, show, erase
+
+
+async def _inspect(args: argparse.Namespace) -> int:
+    async with opened(args.db) as store:
+        if args.command == "threads":
+            names = await store.threads()
+            if not names:
+                out().print(f"no threads in {args.db!r}", markup=False)
+                return 0
+            figures = [(await report.snapshot(store, t)).figures for t in names]
+            out().print(report.threads_table(figures, title=f"{len(names)} threads in {args.db}"))
+        elif args.command == "show":
+            snap = await report.snapshot(store, args.thread)
+            out().print(report.show(snap, depth=args.depth))
+        else:
+            snap = await report.snapshot(store, args.thread)
+            await erase(store, args.thread)
+            f = snap.figures
+            out().print(
+                f"erased thread {args.thread!r}: {f.messages} messages and {f.nodes} lines",
+                markup=False,
+            )
+    return 0
+
+
+# prompt, zoom, search: the read side
+
+
+def view() -> ModuleType:
+    """The read side, `history.view`; ViewMissing when this install has none."""
+    try:
+        return importlib.import_module("history.view")
+    except ImportError as exc:
+        if exc.name != "history.view":
+            raise
+        raise ViewMissing(
+            "this version has no read side (history.view): prompt, zoom and search need it"
+        ) from None
+
+
+async def _read_side(args: argparse.Namespace, settings: HistorySettings) -> int:
+    module = view()
+    _must_exist(args.db)
+    async with History(settings, store=args.db) as history:
+        if await history.outline(args.thread) is None:
+            raise NotFoundError(f"no thread {args.thread!r} in {args.db!r}")
+        await history.wait()
+        if args.command == "prompt":
+            await print_prompt(module, history, args.thread)
+        elif args.command == "zoom":
+            _print_result(await _maybe(module.zoom(history, args.thread, args.label)))
+        else:
+            found = module.search(history, args.thread, args.words, args.limit)
+            _print_result(await _maybe(found))
+    return 0
+
+
+async def print_prompt(module: ModuleType, history: History, thread: str) -> None:
+    """The prompt on stdout exactly as sent; its size on stderr, so a pipe gets the prompt only."""
+    result = await _maybe(module.render_view(history, thread))
+    sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    sys.stdout.flush()
+    print(f"{result.tokens} tokens, {result.bytes} bytes", file=sys.stderr)
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _print_result(result: Any) -> None:
+    items = result if isinstance(result, list | tuple) else [result]
+    if not items:
+        _say("nothing found")
+    for item in items:
+        text = item if isinstance(item, str) else getattr(item, "text", None)
+        sys.stdout.write(f"{item if text is None else text}\n")
+
+
+# demo
+
+
+def _demo(args: argparse.Namespace, settings_of: SettingsOf) -> int:
+    settings = settings_of(args)
+    if args.tail is None and not _environ_tail():
+        settings = settings.with_changes(tail=DEMO_TAIL)
+    if args.outline is None:
+        settings = settings.with_changes(outline=DEMO_OUTLINE)
+    if args.line is None:
+        settings = settings.with_changes(line=DEMO_LINE)
+    with TemporaryDirectory(prefix="chat-history-demo-") as scratch:
+        db = args.db or str(Path(scratch) / "demo.sqlite")
+        where = args.db or "temporary (keep it with --db demo.sqlite)"
+        return anyio.run(functools.partial(_show_demo, settings, db, args.depth, where=where))
+
+
+def _environ_tail() -> bool:
+    import os
+
+    return bool(os.environ.get(TAIL_VARIABLE))
+
+
+async def _show_demo(settings: HistorySettings, db: str, depth: int, *, where: str) -> int:
+    source = resources.files("history") / "data" / "demo.jsonl"
+    with resources.as_file(source) as path:
+        parsed = read(path)
+    console = out()
+    console.rule("chat-history demo")
+    console.print(
+        f"A planning chat of {parsed.messages} messages, ingested with a tail of "
+        f"{settings.tail[0]:,} to {settings.tail[1]:,} tokens, an outline of "
+        f"{settings.outline[0]:,} to {settings.outline[1]:,} bytes and lines of "
+        f"{settings.line} bytes, summarized by {settings.summarizer!r}.",
+        markup=False,
+    )
+    await _write([parsed], settings, db, False, quiet=True)
+    async with opened(db) as store:
+        snap = await report.snapshot(store, DEMO_THREAD)
+    console.print(report.threads_table([snap.figures], title=f"the store: {where}"))
+    console.print(report.show(snap, depth=depth))
+    if settings.summarizer == "echo":
+        console.print(
+            "The offline echo summarizer writes these lines by copying and cutting; name a "
+            "model with --summarizer (openai:gpt-4.1-nano, with OPENAI_API_KEY set) for real "
+            "summaries.",
+            markup=False,
+        )
+    try:
+        module = view()
+    except ViewMissing as exc:
+        console.print(f"(no prompt: {exc})", markup=False)
+        return 0
+    console.rule("what an agent is sent now")
+    async with History(settings, store=db) as history:
+        await print_prompt(module, history, DEMO_THREAD)
+    return 0
