@@ -115,13 +115,23 @@ def register(commands: Any, *, budgets: Budgets) -> None:
 def run(args: argparse.Namespace, settings_of: SettingsOf) -> int:
     """Run one of the commands in NAMES; errors reach the caller, which reports them."""
     _log_to_stderr()
-    if args.command == "ingest":
-        return _ingest(args, settings_of(args))
-    if args.command == "demo":
-        return _demo(args, settings_of)
-    if args.command in ("prompt", "zoom", "search"):
-        return anyio.run(_read_side, args, settings_of(args))
-    return int(anyio.run(_inspect, args))
+    try:
+        if args.command == "ingest":
+            return _ingest(args, settings_of(args))
+        if args.command == "demo":
+            return _demo(args, settings_of)
+        if args.command in ("prompt", "zoom", "search"):
+            return anyio.run(_read_side, args, settings_of(args))
+        return int(anyio.run(_inspect, args))
+    except BaseExceptionGroup as group:
+        # An error raised inside `async with History(...)` leaves its task group wrapped in a
+        # group of one; the caller reports the error itself.
+        sole: BaseException = group
+        while isinstance(sole, BaseExceptionGroup) and len(sole.exceptions) == 1:
+            sole = sole.exceptions[0]
+        if isinstance(sole, BaseExceptionGroup):
+            raise
+        raise sole from None
 
 
 def out() -> Console:
@@ -228,19 +238,16 @@ async def _write(
         threads = len(await history.store.threads())
     if quiet:
         return 0
-    show = out()
     for parsed, tally in zip(files, tallies, strict=True):
         erased = f", {tally.erased} thread erases" if tally.erased else ""
-        show.print(
+        print(
             f"{parsed.path} ({parsed.format}): {parsed.messages} messages, {tally.new} new, "
-            f"{tally.known} already stored{erased}",
-            markup=False,
+            f"{tally.known} already stored{erased}"
         )
     c = history.counters
-    show.print(
+    print(
         f"{db}: {threads} threads; {c.processed} messages processed, {c.asks} lines asked of "
-        f"{settings.summarizer!r}",
-        markup=False,
+        f"{settings.summarizer!r}"
     )
     return 0
 
@@ -253,10 +260,11 @@ async def _inspect(args: argparse.Namespace) -> int:
         if args.command == "threads":
             names = await store.threads()
             if not names:
-                out().print(f"no threads in {args.db!r}", markup=False)
+                print(f"no threads in {args.db!r}")
                 return 0
             figures = [(await report.snapshot(store, t)).figures for t in names]
-            out().print(report.threads_table(figures, title=f"{len(names)} threads in {args.db}"))
+            print(f"{len(names)} threads in {args.db}")
+            out().print(report.threads_table(figures))
         elif args.command == "show":
             snap = await report.snapshot(store, args.thread)
             out().print(report.show(snap, depth=args.depth))
@@ -264,10 +272,7 @@ async def _inspect(args: argparse.Namespace) -> int:
             snap = await report.snapshot(store, args.thread)
             await erase(store, args.thread)
             f = snap.figures
-            out().print(
-                f"erased thread {args.thread!r}: {f.messages} messages and {f.nodes} lines",
-                markup=False,
-            )
+            print(f"erased thread {args.thread!r}: {f.messages} messages and {f.nodes} lines")
     return 0
 
 
@@ -363,7 +368,8 @@ async def _show_demo(settings: HistorySettings, db: str, depth: int, *, where: s
     await _write([parsed], settings, db, False, quiet=True)
     async with opened(db) as store:
         snap = await report.snapshot(store, DEMO_THREAD)
-    console.print(report.threads_table([snap.figures], title=f"the store: {where}"))
+    console.print(f"The store: {where}", markup=False)
+    console.print(report.threads_table([snap.figures]))
     console.print(report.show(snap, depth=depth))
     if settings.summarizer == "echo":
         console.print(

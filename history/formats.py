@@ -19,9 +19,9 @@ pydantic-ai (`ModelMessagesTypeAdapter` JSON):
     - one thread, named by the file or `--thread`; part `j` of message `i` is `{thread}:{i}.{j}`;
     - user prompts are `user`'s messages and model text is `assistant`'s; tool calls, tool
       returns, retries and thinking are steps; system prompts are left out;
-    - a part's time is its own `timestamp`, else its message's, else the time before it, else a
-      synthetic time (`SYNTHETIC_START` plus one second per message); a time written without
-      an offset is read as UTC.
+    - a part's time is its own `timestamp`, else its message's, else the later of the time
+      before it and a synthetic time (`SYNTHETIC_START` plus one second per message), so the
+      same file always gives the same times; a time written without an offset is read as UTC.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from pydantic_ai import messages as ai
 from .contract import File, Message
 from .errors import InputError
 from .ingest import SKIPPED_ROLES, Reader, path_of, synthetic_at
+from .ingest import SYNTHETIC_START as START
 
 HIDDEN_CONTENT = ("user_editable_context", "model_editable_context")
 """Custom instructions and memory: given to the model, never shown in the conversation."""
@@ -70,28 +71,15 @@ def _conversation(conversation: object, keys: tuple[int, ...], reader: Reader) -
     if not isinstance(current, str) or current not in mapping:
         reader.bad(path_of(*keys, "current_node"), f"{current!r} is not a node of the mapping")
         return
-    branch: list[tuple[str, object]] = []
-    node_id: object = current
-    while node_id is not None:
-        node_where = path_of(*keys, "mapping", str(node_id))
-        if not isinstance(node_id, str) or node_id not in mapping:
-            reader.bad(node_where, "the branch's parent link points at no node of the mapping")
-            return
-        if any(node_id == seen for seen, _ in branch):
-            reader.bad(node_where, "the parent links go round in a circle")
-            return
-        node = mapping[node_id]
-        if not isinstance(node, Mapping):
-            reader.bad(node_where, f"a node must be an object, got {node!r:.80}")
-            return
-        branch.append((node_id, node.get("message")))
-        node_id = node.get("parent")
+    branch = _branch(mapping, current, keys, reader)
+    if branch is None:
+        return
     try:
         last = _epoch(conversation.get("create_time"))
     except InputError as exc:
         reader.bad(path_of(*keys, "create_time"), str(exc))
         return
-    for node_id, message in reversed(branch):
+    for node_id, message in branch:
         where = path_of(*keys, "mapping", node_id, "message")
         if message is None:
             continue
@@ -103,6 +91,40 @@ def _conversation(conversation: object, keys: tuple[int, ...], reader: Reader) -
         if made is not None:
             last = made.at
             reader.add(where, made)
+
+
+def _branch(
+    mapping: Mapping[str, object], current: str, keys: tuple[int, ...], reader: Reader
+) -> list[tuple[str, object]] | None:
+    """The shown branch's `(node id, message)` pairs, root first; None (reported) if broken."""
+    branch: list[tuple[str, object]] = []
+    visited: set[object] = set()
+    node_id: str | None = current
+    while node_id is not None:
+        node = mapping[node_id]
+        if not isinstance(node, Mapping):
+            reader.bad(
+                path_of(*keys, "mapping", node_id), f"a node must be an object, got {node!r:.80}"
+            )
+            return None
+        branch.append((node_id, node.get("message")))
+        visited.add(node_id)
+        parent = node.get("parent")
+        if parent is not None and (not isinstance(parent, str) or parent not in mapping):
+            reader.bad(
+                path_of(*keys, "mapping", node_id, "parent"),
+                f"{parent!r} is not a node of the mapping",
+            )
+            return None
+        if parent in visited:
+            reader.bad(
+                path_of(*keys, "mapping", node_id, "parent"),
+                "the parent links go round in a circle",
+            )
+            return None
+        node_id = parent
+    branch.reverse()
+    return branch
 
 
 def _chatgpt_message(
@@ -232,7 +254,7 @@ def pydantic_ai(value: object, thread: str, reader: Reader) -> None:
         raw_parts = raw["parts"]
         for j, part in enumerate(message.parts):
             at = _given(raw_parts[j], getattr(part, "timestamp", None))
-            at = at or _given(raw, message.timestamp) or last or synthetic_at(i)
+            at = at or _given(raw, message.timestamp) or max(last or START, synthetic_at(i))
             made = _part(part, thread=thread, id=f"{thread}:{i}.{j}", at=at)
             if made is not None:
                 last = at

@@ -249,9 +249,7 @@ def _chat_content(content: object) -> tuple[str, tuple[File, ...]]:
     if isinstance(content, str):
         return content, ()
     if not isinstance(content, list):
-        raise InputError(
-            f"content must be a string or a list, got {content!r:.80}", field="content"
-        )
+        raise InputError(f"content must be text or a list, got {content!r:.80}", field="content")
     texts: list[str] = []
     files: list[File] = []
     for k, part in enumerate(content):

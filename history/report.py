@@ -83,10 +83,8 @@ async def snapshot(store: Store, thread: str) -> Snapshot:
     return Snapshot(outline=outline, nodes=tuple(nodes), whole=tuple(whole))
 
 
-def threads_table(figures: Sequence[Figures], *, title: str) -> Table:
+def threads_table(figures: Sequence[Figures]) -> Table:
     table = Table(
-        title=title,
-        title_justify="left",
         caption="lines: the tree's nodes, in depth levels; outline: the lines agents are sent, "
         "and their bytes; tail: the messages sent whole, and their tokens",
         caption_justify="left",
