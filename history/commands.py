@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import importlib
 import inspect
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from importlib import resources
 from pathlib import Path
-from tempfile import TemporaryDirectory
 from types import ModuleType
 from typing import Any
 
@@ -33,32 +30,32 @@ from .errors import HistoryError, NotFoundError, StoreError
 from .ingest import FORMATS, Parsed, Problem, conflicts, read, store_all
 from .plugin import History
 from .processors.erase import erase
-from .settings import TAIL_VARIABLE, HistorySettings
+from .settings import HistorySettings
 from .store import Store, open_store
 
 NAMES = ("ingest", "threads", "show", "prompt", "zoom", "search", "erase", "demo")
 DEFAULT_DB = "chat-history.sqlite"
-DEMO_TAIL = (400, 800)
-DEMO_OUTLINE = (1_200, 2_400)
-DEMO_LINE = 160
-DEMO_DEPTH = 3
-DEMO_THREAD = "launch"
 
 Budgets = Callable[[argparse.ArgumentParser], None]
 SettingsOf = Callable[[argparse.Namespace], HistorySettings]
 
 
-class ViewMissing(HistoryError):
-    """This install has no read side (`history.view`): prompt, zoom and search cannot run."""
+def positive(text: str) -> int:
+    """An argparse type: a whole number above 0."""
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number above 0, got {text!r}")
+    return int(text)
+
+
+def db_option(parser: argparse.ArgumentParser, default: str | None = DEFAULT_DB) -> None:
+    parser.add_argument("--db", default=default, help=f"the store: a SQLite path ({DEFAULT_DB})")
 
 
 def register(commands: Any, *, budgets: Budgets) -> None:
     """Add the commands to the `chat-history` parser's subcommands."""
+    from .demo import register_demo
 
-    def db(parser: argparse.ArgumentParser, default: str | None = DEFAULT_DB) -> None:
-        parser.add_argument(
-            "--db", default=default, help=f"the store: a SQLite path ({DEFAULT_DB})"
-        )
+    db = db_option
 
     ingest = commands.add_parser(
         "ingest", help="read conversation files into a store, then build their histories"
@@ -77,7 +74,7 @@ def register(commands: Any, *, budgets: Budgets) -> None:
 
     show = commands.add_parser("show", help="a thread's summary tree, outline and tail")
     show.add_argument("thread")
-    show.add_argument("--depth", type=int, help="levels drawn under each top node (all)")
+    show.add_argument("--depth", type=positive, help="levels drawn under each top node (all)")
     db(show)
 
     prompt = commands.add_parser("prompt", help="exactly what an agent of the thread is sent")
@@ -94,7 +91,7 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     search = commands.add_parser("search", help="the thread's messages that hold some words")
     search.add_argument("thread")
     search.add_argument("words", nargs="+")
-    search.add_argument("--limit", type=int, default=10, help="the most results shown (10)")
+    search.add_argument("--limit", type=positive, default=10, help="the most results shown (10)")
     db(search)
     budgets(search)
 
@@ -102,14 +99,7 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     erase.add_argument("thread")
     db(erase)
 
-    demo = commands.add_parser(
-        "demo", help="ingest a bundled planning chat with a small tail, and show its history"
-    )
-    db(demo, default=None)
-    demo.add_argument(
-        "--depth", type=int, default=DEMO_DEPTH, help=f"tree levels drawn ({DEMO_DEPTH})"
-    )
-    budgets(demo)
+    register_demo(commands, budgets=budgets)
 
 
 def run(args: argparse.Namespace, settings_of: SettingsOf) -> int:
@@ -119,7 +109,9 @@ def run(args: argparse.Namespace, settings_of: SettingsOf) -> int:
         if args.command == "ingest":
             return _ingest(args, settings_of(args))
         if args.command == "demo":
-            return _demo(args, settings_of)
+            from .demo import run_demo
+
+            return run_demo(args, settings_of)
         if args.command in ("prompt", "zoom", "search"):
             return anyio.run(_read_side, args, settings_of(args))
         return int(anyio.run(_inspect, args))
@@ -172,7 +164,7 @@ def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
     files = [read(path, format=args.format, thread=args.thread) for path in args.files]
     if not _problems(files, skip=args.skip_bad):
         return 1
-    return anyio.run(_write, files, settings, args.db, args.skip_bad)
+    return anyio.run(write_files, files, settings, args.db, args.skip_bad)
 
 
 def _problems(files: Sequence[Parsed], *, skip: bool) -> bool:
@@ -199,7 +191,7 @@ def _say(text: str) -> None:
     print(f"chat-history: {text}", file=sys.stderr)
 
 
-async def _write(
+async def write_files(
     files: Sequence[Parsed], settings: HistorySettings, db: str, skip: bool, *, quiet: bool = False
 ) -> int:
     """Check the records against the store, write them with a progress bar, wait for processing."""
@@ -280,13 +272,13 @@ async def _inspect(args: argparse.Namespace) -> int:
 
 
 def view() -> ModuleType:
-    """The read side, `history.view`; ViewMissing when this install has none."""
+    """The read side, `history.view`; a HistoryError when this install has none."""
     try:
         return importlib.import_module("history.view")
     except ImportError as exc:
         if exc.name != "history.view":
             raise
-        raise ViewMissing(
+        raise HistoryError(
             "this version has no read side (history.view): prompt, zoom and search need it"
         ) from None
 
@@ -327,63 +319,3 @@ def _print_result(result: Any) -> None:
     for item in items:
         text = item if isinstance(item, str) else getattr(item, "text", None)
         sys.stdout.write(f"{item if text is None else text}\n")
-
-
-# demo
-
-
-def _demo(args: argparse.Namespace, settings_of: SettingsOf) -> int:
-    settings = settings_of(args)
-    if args.tail is None and not _environ_tail():
-        settings = settings.with_changes(tail=DEMO_TAIL)
-    if args.outline is None:
-        settings = settings.with_changes(outline=DEMO_OUTLINE)
-    if args.line is None:
-        settings = settings.with_changes(line=DEMO_LINE)
-    with TemporaryDirectory(prefix="chat-history-demo-") as scratch:
-        db = args.db or str(Path(scratch) / "demo.sqlite")
-        where = args.db or "temporary (keep it with --db demo.sqlite)"
-        return anyio.run(functools.partial(_show_demo, settings, db, args.depth, where=where))
-
-
-def _environ_tail() -> bool:
-    import os
-
-    return bool(os.environ.get(TAIL_VARIABLE))
-
-
-async def _show_demo(settings: HistorySettings, db: str, depth: int, *, where: str) -> int:
-    source = resources.files("history") / "data" / "demo.jsonl"
-    with resources.as_file(source) as path:
-        parsed = read(path)
-    console = out()
-    console.rule("chat-history demo")
-    console.print(
-        f"A planning chat of {parsed.messages} messages, ingested with a tail of "
-        f"{settings.tail[0]:,} to {settings.tail[1]:,} tokens, an outline of "
-        f"{settings.outline[0]:,} to {settings.outline[1]:,} bytes and lines of "
-        f"{settings.line} bytes, summarized by {settings.summarizer!r}.",
-        markup=False,
-    )
-    await _write([parsed], settings, db, False, quiet=True)
-    async with opened(db) as store:
-        snap = await report.snapshot(store, DEMO_THREAD)
-    console.print(f"The store: {where}", markup=False)
-    console.print(report.threads_table([snap.figures]))
-    console.print(report.show(snap, depth=depth))
-    if settings.summarizer == "echo":
-        console.print(
-            "The offline echo summarizer writes these lines by copying and cutting; name a "
-            "model with --summarizer (openai:gpt-4.1-nano, with OPENAI_API_KEY set) for real "
-            "summaries.",
-            markup=False,
-        )
-    try:
-        module = view()
-    except ViewMissing as exc:
-        console.print(f"(no prompt: {exc})", markup=False)
-        return 0
-    console.rule("what an agent is sent now")
-    async with History(settings, store=db) as history:
-        await print_prompt(module, history, DEMO_THREAD)
-    return 0
