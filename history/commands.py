@@ -79,12 +79,14 @@ def register(commands: Any, *, budgets: Budgets) -> None:
 
     prompt = commands.add_parser("prompt", help="exactly what an agent of the thread is sent")
     prompt.add_argument("thread")
+    prompt.add_argument("--agent", help="whose view: its messages are its own turns (nobody's)")
     db(prompt)
     budgets(prompt)
 
     zoom = commands.add_parser("zoom", help="what a node of the outline stands for")
     zoom.add_argument("thread")
-    zoom.add_argument("label", help="a node's label, such as 0+8")
+    zoom.add_argument("label", help="a node's label, such as 0+8, or a message's, such as 12+1")
+    zoom.add_argument("--page", type=positive, default=1, help="the page of a long message (1)")
     db(zoom)
     budgets(zoom)
 
@@ -291,18 +293,21 @@ async def _read_side(args: argparse.Namespace, settings: HistorySettings) -> int
             raise NotFoundError(f"no thread {args.thread!r} in {args.db!r}")
         await history.wait()
         if args.command == "prompt":
-            await print_prompt(module, history, args.thread)
+            await print_prompt(module, history, args.thread, agent=args.agent)
         elif args.command == "zoom":
-            _print_result(await _maybe(module.zoom(history, args.thread, args.label)))
+            found = module.zoom(history, args.thread, args.label, page=args.page)
+            _print_result(await _maybe(found))
         else:
-            found = module.search(history, args.thread, args.words, args.limit)
+            found = module.search(history, args.thread, " ".join(args.words), limit=args.limit)
             _print_result(await _maybe(found))
     return 0
 
 
-async def print_prompt(module: ModuleType, history: History, thread: str) -> None:
+async def print_prompt(
+    module: ModuleType, history: History, thread: str, *, agent: str | None
+) -> None:
     """The prompt on stdout exactly as sent; its size on stderr, so a pipe gets the prompt only."""
-    result = await _maybe(module.render_view(history, thread))
+    result = await _maybe(module.render_view(history, thread, agent=agent))
     sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
     sys.stdout.flush()
     print(f"{result.tokens} tokens, {result.bytes} bytes", file=sys.stderr)
@@ -313,9 +318,11 @@ async def _maybe(value: Any) -> Any:
 
 
 def _print_result(result: Any) -> None:
+    """A zoom's text, or search hits one a line as `label|text` (the label to zoom into)."""
     items = result if isinstance(result, list | tuple) else [result]
     if not items:
         _say("nothing found")
     for item in items:
-        text = item if isinstance(item, str) else getattr(item, "text", None)
-        sys.stdout.write(f"{item if text is None else text}\n")
+        text = item if isinstance(item, str) else getattr(item, "text", str(item))
+        label = getattr(item, "label", None) if isinstance(result, list | tuple) else None
+        sys.stdout.write(f"{text}\n" if label is None else f"{label}|{text}\n")

@@ -41,6 +41,8 @@ OUTLINE = (1_200, 2_400)
 LINE = 160
 DEPTH = 3
 THREAD = "launch"
+AGENT = "north"
+"""The assistant of the chat: the prompt shown is what it is sent."""
 
 
 def register_demo(commands: Any, *, budgets: Budgets) -> None:
@@ -99,7 +101,7 @@ async def show_demo(settings: HistorySettings, db: str, depth: int, where: str) 
     except HistoryError as exc:
         console.print(f"(no prompt: {exc})", markup=False)
         return 0
-    console.rule("what an agent is sent now")
+    console.rule(f"what {AGENT} is sent now")
     async with History(settings, store=db) as history:
-        await print_prompt(module, history, THREAD)
+        await print_prompt(module, history, THREAD, agent=AGENT)
     return 0

@@ -13,19 +13,23 @@ Formats:
 The one-thread formats take their thread from the file name, or from `thread=`. Their message
 ids are `{thread}:{position}`, so the same file always gives the same ids and ingesting it again
 changes nothing, while a longer copy of the same chat only adds its new messages.
+
+In the other apps' formats an assistant's tool calls and their results are its steps, their
+text the JSON the pydantic-ai hook writes (`{"tool_calls": [...]}`, `{"tool_returns": [...]}`),
+so that a view sends them back as tool calls.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from .contract import File, Message
+from .contract import Message
 from .errors import ConfigurationError, InputError
 from .trace import Event, parse_line
 
@@ -42,6 +46,8 @@ SYNTHETIC_START = datetime(2000, 1, 1, tzinfo=UTC)
 """Messages that carry no time are dated from here, one second apart, in file order."""
 SKIPPED_ROLES = ("system", "developer")
 """Instructions to a model, not part of the conversation people see."""
+USER, ASSISTANT = "user", "assistant"
+"""The authors of other apps' messages, as the pydantic-ai hook names them."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,16 +134,15 @@ def read(path: Path, *, format: Format | None = None, thread: str | None = None)
         except json.JSONDecodeError as exc:
             reader.bad(str(exc.lineno), f"not JSON: {exc.msg} (column {exc.colno})")
         else:
-            name = thread if thread is not None else path.stem
-            if chosen == "chat":
-                _chat(value, name, reader)
-            else:
-                from . import formats
+            from . import chatgpt, formats
 
-                if chosen == "chatgpt":
-                    formats.chatgpt(value, reader)
-                else:
-                    formats.pydantic_ai(value, name, reader)
+            name = thread if thread is not None else path.stem
+            if chosen == "chatgpt":
+                chatgpt.chatgpt(value, reader)
+            elif chosen == "chat":
+                formats.chat(value, name, reader)
+            else:
+                formats.pydantic_ai(value, name, reader)
     _check_ids(reader)
     return Parsed(
         path=path, format=chosen, records=tuple(reader.records), problems=tuple(reader.problems)
@@ -187,83 +192,6 @@ def _jsonl(data: bytes, reader: Reader) -> None:
             reader.add(str(number), parse_line(raw))
         except InputError as exc:
             reader.bad(str(number), str(exc))
-
-
-def _chat(value: object, thread: str, reader: Reader) -> None:
-    """A list of OpenAI-style chat messages (or `{"messages": [...]}`), times synthesized."""
-    keys: tuple[str | int, ...] = ()
-    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
-        value, keys = value["messages"], ("messages",)
-    if not isinstance(value, list):
-        reader.bad("$", f"a chat must be a list of messages, got {type(value).__name__}")
-        return
-    for position, item in enumerate(value):
-        where = path_of(*keys, position)
-        try:
-            for suffix, message in _chat_message(item, thread, position):
-                reader.add(where + suffix, message)
-        except InputError as exc:
-            reader.bad(where, str(exc))
-
-
-def _chat_message(item: object, thread: str, position: int) -> Iterable[tuple[str, Message]]:
-    if not isinstance(item, Mapping):
-        raise InputError(f"a chat message must be an object, got {item!r:.80}")
-    role, name = item.get("role"), item.get("name")
-    if not isinstance(role, str) or not role:
-        raise InputError(f"role must be a non-empty string, got {role!r}", field="role")
-    if name is not None and not isinstance(name, str):
-        raise InputError(f"name must be a string, got {name!r}", field="name")
-    text, files = _chat_content(item.get("content"))
-    at, base = synthetic_at(position), f"{thread}:{position}"
-    out: list[tuple[str, Message]] = []
-    if role in SKIPPED_ROLES:
-        return out
-    step = role in ("tool", "function")
-    if text or files:
-        message = Message(id=base, thread=thread, author=name or role, text=text, at=at,
-                          step=step, files=files)  # fmt: skip
-        out.append(("", message))
-    calls = item.get("tool_calls") or []
-    if not isinstance(calls, list):
-        raise InputError(f"tool_calls must be a list, got {calls!r:.80}", field="tool_calls")
-    for k, call in enumerate(calls):
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise InputError(f"tool_calls[{k}] has no function name: {call!r:.80}")
-        arguments = function.get("arguments")
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments, ensure_ascii=False)
-        out.append((
-            f".tool_calls[{k}]",
-            Message(id=f"{base}.{k}", thread=thread, author=name or role, to=function["name"],
-                    text=arguments, at=at, step=True),
-        ))  # fmt: skip
-    return out
-
-
-def _chat_content(content: object) -> tuple[str, tuple[File, ...]]:
-    """A string, null, or a list of parts: text parts joined by newlines, others as files."""
-    if content is None:
-        return "", ()
-    if isinstance(content, str):
-        return content, ()
-    if not isinstance(content, list):
-        raise InputError(f"content must be text or a list, got {content!r:.80}", field="content")
-    texts: list[str] = []
-    files: list[File] = []
-    for k, part in enumerate(content):
-        if isinstance(part, str):
-            texts.append(part)
-        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif isinstance(part, Mapping) and isinstance(part.get("type"), str):
-            kind = part["type"]
-            mime = "image/*" if kind.startswith("image") else None
-            files.append(File(name=f"{kind}-{k}", mime=mime))
-        else:
-            raise InputError(f"content[{k}] must be a text or typed part, got {part!r:.80}")
-    return "\n".join(texts), tuple(files)
 
 
 def _check_ids(reader: Reader) -> None:
@@ -345,3 +273,31 @@ async def store_all(
             tally.erased += 1
         advance()
     return tally
+
+
+Call = tuple[str, str, "str | dict[str, Any] | None"]
+"""A tool call: `(id, tool name, arguments as the model gave them)`."""
+Return = tuple[str, str, Any, str]
+"""A tool's result: `(id of its call, tool name, content as JSON, outcome)`."""
+
+
+def calls_text(calls: Sequence[Call], text: str = "") -> str:
+    """A step that calls tools, in the JSON the pydantic-ai hook writes."""
+    value: dict[str, Any] = {
+        "tool_calls": [{"id": id, "name": name, "args": args} for id, name, args in calls]
+    }
+    if text:
+        value["text"] = text
+    return json.dumps(value, ensure_ascii=False)
+
+
+def returns_text(returns: Sequence[Return]) -> str:
+    """A step that returns tools' results, in the JSON the pydantic-ai hook writes."""
+    value = [{"id": id, "name": name, "content": content, "outcome": outcome}
+             for id, name, content, outcome in returns]  # fmt: skip
+    return json.dumps({"tool_returns": value}, ensure_ascii=False)
+
+
+def feedback_text(text: str) -> str:
+    """A step holding pydantic-ai's feedback about a response it could not use."""
+    return json.dumps({"feedback": text}, ensure_ascii=False)

@@ -165,19 +165,20 @@ def fake_view(calls: list[tuple[Any, ...]]) -> ModuleType:
     """A read side that records how it was called and answers from the store."""
     module = ModuleType("history.view")
 
-    async def render_view(history: Any, thread: str) -> SimpleNamespace:
+    async def render_view(history: Any, thread: str, *, agent: str | None) -> SimpleNamespace:
         outline = await history.outline(thread)
-        calls.append(("render_view", thread))
+        calls.append(("render_view", thread, agent))
         text = f"outline of {len(outline.lines)} lines\ntail of {len(outline.tail)} messages"
         return SimpleNamespace(text=text, tokens=12, bytes=len(text))
 
-    async def zoom(history: Any, thread: str, label: str) -> str:
-        calls.append(("zoom", thread, label))
-        return f"{label} stands for messages 0 to 7"
+    async def zoom(history: Any, thread: str, label: str, *, page: int) -> SimpleNamespace:
+        calls.append(("zoom", thread, label, page))
+        return SimpleNamespace(label=label, text=f"{label} stands for messages 0 to 7")
 
-    def search(history: Any, thread: str, words: list[str], limit: int) -> list[Any]:
-        calls.append(("search", thread, words, limit))
-        return [SimpleNamespace(text="10: Let's say 49 euros"), "11: You said: 49 euros"]
+    async def search(history: Any, thread: str, query: str, *, limit: int) -> list[Any]:
+        calls.append(("search", thread, query, limit))
+        return [SimpleNamespace(label="10+1", text="Ana → north: Let's say 49 euros"),
+                SimpleNamespace(label="8+4", text="the price: 49 euros")]  # fmt: skip
 
     module.__dict__.update(render_view=render_view, zoom=zoom, search=search)
     return module
@@ -191,15 +192,19 @@ def test_prompt_zoom_and_search_print_what_the_read_side_gives(
     assert run(capsys, "prompt", "t", "--db", db) == (
         0, "outline of 12 lines\ntail of 4 messages\n", "12 tokens, 38 bytes\n"
     )  # fmt: skip
+    assert run(capsys, "prompt", "t", "--agent", "north", "--db", db)[0] == 0
     assert run(capsys, "zoom", "t", "0+8", "--db", db) == (
         0, "0+8 stands for messages 0 to 7\n", ""
     )  # fmt: skip
+    assert run(capsys, "zoom", "t", "10+1", "--page", "2", "--db", db)[0] == 0
     code, out, _ = run(capsys, "search", "t", "49", "euros", "--limit", "3", "--db", db)
-    assert (code, out) == (0, "10: Let's say 49 euros\n11: You said: 49 euros\n")
+    assert (code, out) == (0, "10+1|Ana → north: Let's say 49 euros\n8+4|the price: 49 euros\n")
     assert calls == [
-        ("render_view", "t"),
-        ("zoom", "t", "0+8"),
-        ("search", "t", ["49", "euros"], 3),
+        ("render_view", "t", None),
+        ("render_view", "t", "north"),
+        ("zoom", "t", "0+8", 1),
+        ("zoom", "t", "10+1", 2),
+        ("search", "t", "49 euros", 3),
     ]
 
 
@@ -225,7 +230,7 @@ def test_the_demo_runs_offline_and_shows_a_deep_tree_an_outline_and_the_prompt(
     assert int(depth) >= 6 and int(lines) > 272 and 2 <= int(outline) <= 16
     assert "launch: 272 messages" in out and "▶" in out and "outline: " in out
     assert out.endswith("outline of 7 lines\ntail of 6 messages\n")
-    assert calls == [("render_view", "launch")]
+    assert calls == [("render_view", "launch", "north")]
 
 
 def test_the_demo_into_a_named_store_keeps_it_and_a_rerun_changes_nothing(

@@ -46,6 +46,18 @@ def stored(db: Path) -> dict[str, list[Row]]:
     return anyio.run(read)
 
 
+def calls(made: list[tuple[str, str, Any]], text: str = "") -> str:
+    """A step calling tools, as the pydantic-ai hook writes it."""
+    value: dict[str, Any] = {"tool_calls": [{"id": i, "name": n, "args": a} for i, n, a in made]}
+    return json.dumps({**value, "text": text} if text else value, ensure_ascii=False)
+
+
+def returns(made: list[tuple[str, str, Any]]) -> str:
+    """A step returning tools' results, as the pydantic-ai hook writes it."""
+    value = [{"id": i, "name": n, "content": c, "outcome": "success"} for i, n, c in made]
+    return json.dumps({"tool_returns": value}, ensure_ascii=False)
+
+
 def write(path: Path, value: Any) -> Path:
     path.write_text(json.dumps(value), encoding="utf-8")
     return path
@@ -203,7 +215,7 @@ def test_a_chatgpt_export_is_read_along_the_branch_that_was_shown(
         capsys, "ingest", write(tmp_path / "conversations.json", export), "--db", db
     )
     assert (code, err) == (0, "")
-    assert out.splitlines()[0].endswith("(chatgpt): 8 messages, 8 new, 0 already stored")
+    assert out.splitlines()[0].endswith("(chatgpt): 7 messages, 7 new, 0 already stored")
 
     def at(seconds: int) -> str:
         return format_at(datetime.fromtimestamp(T0 + seconds, UTC))
@@ -211,11 +223,18 @@ def test_a_chatgpt_export_is_read_along_the_branch_that_was_shown(
     assert stored(db) == {
         "c1": [
             ("c1:u1", "user", "", "What does Solo cost?", at(60), False, ()),
-            ("c1:a1", "assistant", "python", "price('solo')", at(120), True, ()),
-            ("c1:t1", "python", "", "12", at(130), True, ()),
+            (
+                "c1:a1",
+                "assistant",
+                "",
+                calls([("a1", "python", "price('solo')")]),
+                at(120),
+                True,
+                (),
+            ),
+            ("c1:t1", "assistant", "", returns([("a1", "python", "12")]), at(130), True, ()),
             ("c1:a2", "assistant", "", "Solo is $12 a month.", at(130), False, ()),
             ("c1:u2", "user", "", "The mockup", at(300), False, ("mockup.png",)),
-            ("c1:a3", "assistant", "", "Looking\nIt has a chart.", at(310), True, ()),
             ("c1:a4", "assistant", "", "The mockup looks right.", at(320), False, ()),
         ],
         "c2": [("c2:q", "user", "", "Hi", at(0), False, ())],
@@ -250,7 +269,7 @@ def pydantic_history() -> list[ai.ModelMessage]:
     return [
         ai.ModelRequest(parts=[ai.SystemPromptPart("be brief", timestamp=t),
                                ai.UserPromptPart("What does Solo cost?", timestamp=t)]),
-        ai.ModelResponse(parts=[ai.ThinkingPart("look it up"),
+        ai.ModelResponse(parts=[ai.ThinkingPart("look it up"), ai.TextPart("Checking."),
                                 ai.ToolCallPart("price", {"plan": "solo"}, tool_call_id="c1")],
                          timestamp=t + timedelta(minutes=1)),
         ai.ModelRequest(parts=[ai.ToolReturnPart("price", "12 USD", tool_call_id="c1",
@@ -260,21 +279,21 @@ def pydantic_history() -> list[ai.ModelMessage]:
     ]  # fmt: skip
 
 
-def test_a_pydantic_ai_history_gives_user_and_assistant_messages_and_steps(
+def test_a_pydantic_ai_history_is_read_as_the_hook_records_a_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = tmp_path / "run.json"
     source.write_bytes(ai.ModelMessagesTypeAdapter.dump_json(pydantic_history()))
     db = tmp_path / "h.sqlite"
     code, out, _ = run(capsys, "ingest", source, "--db", db)
-    assert code == 0 and "(pydantic-ai): 5 messages, 5 new" in out
+    assert code == 0 and "(pydantic-ai): 4 messages, 4 new" in out
     assert stored(db) == {
         "run": [
-            ("run:0.1", "user", "", "What does Solo cost?", "2026-01-01T10:00:00+00:00", False, ()),
-            ("run:1.0", "assistant", "", "look it up", "2026-01-01T10:01:00+00:00", True, ()),
-            ("run:1.1", "assistant", "price", '{"plan":"solo"}', "2026-01-01T10:01:00+00:00",
-             True, ()),
-            ("run:2.0", "price", "", "12 USD", "2026-01-01T10:02:00+00:00", True, ()),
+            ("run:0.0", "user", "", "What does Solo cost?", "2026-01-01T10:00:00+00:00", False, ()),
+            ("run:1.0", "assistant", "", calls([("c1", "price", {"plan": "solo"})], "Checking."),
+             "2026-01-01T10:01:00+00:00", True, ()),
+            ("run:2.0", "assistant", "", returns([("c1", "price", "12 USD")]),
+             "2026-01-01T10:02:00+00:00", True, ()),
             ("run:3.0", "assistant", "", "Solo is $12 a month.", "2026-01-01T10:03:00+00:00",
              False, ()),
         ]
@@ -293,7 +312,7 @@ def test_a_pydantic_ai_history_without_times_is_dated_the_same_way_every_run(
     db = tmp_path / "h.sqlite"
     assert run(capsys, "ingest", source, "--db", db, "--thread", "chat-7")[0] == 0
     times = [m[4] for m in stored(db)["chat-7"]]
-    assert times == [f"2000-01-01T00:00:0{s}+00:00" for s in (0, 1, 1, 2, 3)]
+    assert times == [f"2000-01-01T00:00:0{s}+00:00" for s in (0, 1, 2, 3)]
     assert run(capsys, "ingest", source, "--db", db, "--thread", "chat-7")[1].count("0 new") == 1
 
 
@@ -333,9 +352,10 @@ def test_a_chat_list_takes_its_thread_from_the_file_name_and_synthesizes_times(
         "support-42": [
             ("support-42:1", "Ana", "", "What does Solo cost?", "2000-01-01T00:00:01+00:00",
              False, ()),
-            ("support-42:2.0", "assistant", "price", '{"plan": "solo"}',
+            ("support-42:2", "assistant", "", calls([("c1", "price", '{"plan": "solo"}')]),
              "2000-01-01T00:00:02+00:00", True, ()),
-            ("support-42:3", "tool", "", "12 USD", "2000-01-01T00:00:03+00:00", True, ()),
+            ("support-42:3", "assistant", "", returns([("c1", "price", "12 USD")]),
+             "2000-01-01T00:00:03+00:00", True, ()),
             ("support-42:4", "assistant", "", "Solo is $12.", "2000-01-01T00:00:04+00:00",
              False, ()),
         ]
