@@ -4,7 +4,9 @@ The rules, so that a real export can be ingested as it is:
 
 - the thread is the conversation's id; a message's id is `{thread}:{node id}`;
 - a conversation's messages form a tree (every edit or regeneration is a branch): the branch
-  that was shown is followed, from `current_node` up through the `parent` links;
+  that was shown is followed, from `current_node` up through the `parent` links (without a
+  `current_node`, from the leaf written last);
+- a zipped export can be read as it was downloaded;
 - system messages, hidden ones (custom instructions, memory), the model's reasoning and empty
   messages are left out;
 - `user` and `assistant` are the authors; the assistant's message to a tool (`recipient`) is its
@@ -57,6 +59,8 @@ def _conversation(conversation: object, keys: tuple[int, ...], reader: Reader) -
     if not isinstance(mapping, Mapping):
         reader.bad(path_of(*keys, "mapping"), f"mapping must be an object, got {mapping!r:.80}")
         return
+    if current is None:
+        current = _newest_leaf(mapping)
     if not isinstance(current, str) or current not in mapping:
         reader.bad(path_of(*keys, "current_node"), f"{current!r} is not a node of the mapping")
         return
@@ -107,6 +111,22 @@ def _branch(
         node_id = parent
     branch.reverse()
     return branch
+
+
+def _newest_leaf(mapping: Mapping[str, object]) -> str | None:
+    """Without a `current_node`, the branch shown is the one written last."""
+    leaves = [
+        (_time_of(node), key)
+        for key, node in mapping.items()
+        if isinstance(node, Mapping) and not node.get("children")
+    ]
+    return max(leaves)[1] if leaves else None
+
+
+def _time_of(node: Mapping[str, object]) -> float:
+    message = node.get("message")
+    at = message.get("create_time") if isinstance(message, Mapping) else None
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0
 
 
 def _message(

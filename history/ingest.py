@@ -21,8 +21,10 @@ so that a view sends them back as tool calls.
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -44,6 +46,8 @@ ONE_THREAD: tuple[Format, ...] = ("pydantic-ai", "chat")
 
 SYNTHETIC_START = datetime(2000, 1, 1, tzinfo=UTC)
 """Messages that carry no time are dated from here, one second apart, in file order."""
+EXPORT_PART = re.compile(r"(.*/)?conversations(-\d+)?\.json")
+"""The files of a zipped ChatGPT export that hold its conversations."""
 SKIPPED_ROLES = ("system", "developer")
 """Instructions to a model, not part of the conversation people see."""
 USER, ASSISTANT = "user", "assistant"
@@ -88,12 +92,14 @@ class Reader:
     def __init__(self) -> None:
         self.records: list[Record] = []
         self.problems: list[Problem] = []
+        self.prefix = ""
+        """Put before every place: the part of a zip being read."""
 
     def add(self, where: str, event: Event) -> None:
-        self.records.append(Record(where=where, event=event))
+        self.records.append(Record(where=self.prefix + where, event=event))
 
     def bad(self, where: str, reason: str) -> None:
-        self.problems.append(Problem(where=where, reason=reason))
+        self.problems.append(Problem(where=self.prefix + where, reason=reason))
 
 
 def path_of(*keys: int | str) -> str:
@@ -115,38 +121,64 @@ def synthetic_at(position: int) -> datetime:
 
 def read(path: Path, *, format: Format | None = None, thread: str | None = None) -> Parsed:
     """Read and check one file. OSError when it cannot be read; InputError for a format that
-    cannot be told, ConfigurationError for a `thread` given to a format that names its own."""
+    cannot be told, ConfigurationError for a `thread` given to a format that names its own.
+
+    A zip is read as a ChatGPT data export: its `conversations.json` (or the numbered parts
+    `conversations-000.json`, ...), a record's place prefixed with the part's name.
+    """
     data = path.read_bytes()
-    chosen = format or detect(data, path)
+    zipped = data.startswith(b"PK\x03\x04")
+    chosen = format or ("chatgpt" if zipped else detect(data, path))
     if thread is not None and chosen not in ONE_THREAD:
         raise ConfigurationError(
             f"--thread applies to one-conversation formats ({', '.join(ONE_THREAD)}); "
             f"{str(path)!r} is {chosen!r}, whose records name their own threads"
         )
     reader = Reader()
-    if chosen == "jsonl":
+    if zipped and chosen == "chatgpt":
+        for name, part in _export(data, path):
+            reader.prefix = f"{name}:"
+            _json(part, chosen, path.stem, reader)
+        reader.prefix = ""
+    elif chosen == "jsonl":
         _jsonl(data, reader)
     else:
-        try:
-            value = json.loads(data)
-        except UnicodeDecodeError as exc:
-            reader.bad("1", f"not UTF-8: {exc}")
-        except json.JSONDecodeError as exc:
-            reader.bad(str(exc.lineno), f"not JSON: {exc.msg} (column {exc.colno})")
-        else:
-            from . import chatgpt, formats
-
-            name = thread if thread is not None else path.stem
-            if chosen == "chatgpt":
-                chatgpt.chatgpt(value, reader)
-            elif chosen == "chat":
-                formats.chat(value, name, reader)
-            else:
-                formats.pydantic_ai(value, name, reader)
+        _json(data, chosen, thread if thread is not None else path.stem, reader)
     _check_ids(reader)
     return Parsed(
         path=path, format=chosen, records=tuple(reader.records), problems=tuple(reader.problems)
     )
+
+
+def _json(data: bytes, format: Format, thread: str, reader: Reader) -> None:
+    from . import chatgpt, formats
+
+    try:
+        value = json.loads(data)
+    except UnicodeDecodeError as exc:
+        reader.bad("1", f"not UTF-8: {exc}")
+    except json.JSONDecodeError as exc:
+        reader.bad(str(exc.lineno), f"not JSON: {exc.msg} (column {exc.colno})")
+    else:
+        if format == "chatgpt":
+            chatgpt.chatgpt(value, reader)
+        elif format == "chat":
+            formats.chat(value, thread, reader)
+        else:
+            formats.pydantic_ai(value, thread, reader)
+
+
+def _export(data: bytes, path: Path) -> list[tuple[str, bytes]]:
+    """The conversations of a zipped ChatGPT data export, in order."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = sorted(n for n in archive.namelist() if EXPORT_PART.fullmatch(n))
+            parts = [(name, archive.read(name)) for name in names]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError) as exc:
+        raise InputError(f"{str(path)!r} is not a zip that can be read: {exc}") from None
+    if not parts:
+        raise InputError(f"{str(path)!r} holds no conversations.json: is it a ChatGPT data export?")
+    return parts
 
 
 def detect(data: bytes, path: Path) -> Format:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -167,6 +169,9 @@ def conversation(id: str, nodes: list[dict[str, Any]], current: str) -> dict[str
         parent = nodes[n - 1]["id"] if n else None
         mapping[node["id"]] = {"id": node["id"], "parent": node.get("parent", parent),
                                "children": [], "message": node.get("message")}  # fmt: skip
+    for node in mapping.values():
+        if node["parent"] in mapping:
+            mapping[node["parent"]]["children"].append(node["id"])
     return {"id": id, "title": id, "create_time": T0, "mapping": mapping, "current_node": current}
 
 
@@ -262,6 +267,45 @@ def test_a_broken_chatgpt_export_names_each_bad_record_by_its_json_path(
         f"{source}:$[3].mapping.n1.message: author must be an object with a role, got 'user'",
         f"{source}:$[4]: a conversation must be an object, got 'not a conversation'",
     ]
+
+
+def test_a_zipped_export_is_read_as_downloaded_and_a_missing_current_node_means_the_newest_leaf(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = conversation("c1", [{"id": "q", "message": said("user", "Hi", T0)}], current="q")
+    two = conversation("c2", [
+        {"id": "q", "message": said("user", "Price?", T0)},
+        {"id": "old", "message": said("assistant", "$10", T0 + 60)},
+        {"id": "new", "parent": "q", "message": said("assistant", "$12", T0 + 90)},
+    ], current="new")  # fmt: skip
+    del two["current_node"]
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("user.json", "{}")
+        zipped.writestr("conversations-000.json", json.dumps([one]))
+        zipped.writestr("conversations-001.json", json.dumps([two, {"mapping": 3}]))
+    db = tmp_path / "h.sqlite"
+    code, out, err = run(capsys, "ingest", archive, "--db", db, "--skip-bad")
+    assert code == 0
+    assert err.splitlines()[0] == (
+        f"{archive}:conversations-001.json:$[1]: a conversation needs a string id, got None"
+    )
+    assert out.splitlines()[0] == f"{archive} (chatgpt): 3 messages, 3 new, 0 already stored"
+    assert {t: [m[3] for m in ms] for t, ms in stored(db).items()} == {
+        "c1": ["Hi"],
+        "c2": ["Price?", "$12"],
+    }
+    (tmp_path / "other.zip").write_bytes(zip_of({"notes.txt": "hi"}))
+    code, _, err = run(capsys, "ingest", tmp_path / "other.zip", "--db", db)
+    assert code == 2 and "holds no conversations.json" in err
+
+
+def zip_of(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        for name, text in files.items():
+            zipped.writestr(name, text)
+    return buffer.getvalue()
 
 
 def pydantic_history() -> list[ai.ModelMessage]:
