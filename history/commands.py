@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import report
 from .errors import HistoryError, NotFoundError, StoreError
-from .ingest import FORMATS, Parsed, Problem, conflicts, read, store_all
+from .ingest import FORMATS, Parsed, Problem, conflicts, read, store_all, strays
 from .plugin import History
 from .processors.erase import erase
 from .settings import HistorySettings
@@ -209,6 +209,12 @@ async def write_files(
         if clashes and not skip:
             _say(f"{len(clashes)} bad record(s): nothing was written")
             return 1
+        for thread, gone in (await strays(history.store, files)).items():
+            _say(
+                f"thread {thread!r} holds {gone} stored message(s) this file no longer has "
+                f"(edited or regenerated since?); to follow the file's branch: chat-history "
+                f"erase {thread} --db {db}, then ingest it again"
+            )
         bad = {(path, problem.where) for path, problem in clashes}
         tallies = []
         with bars:

@@ -288,6 +288,29 @@ async def conflicts(store: Store, files: Sequence[Parsed]) -> list[tuple[Path, P
     return found
 
 
+async def strays(store: Store, files: Sequence[Parsed]) -> dict[str, int]:
+    """Per thread, the stored messages that a whole-conversation file no longer holds.
+
+    A ChatGPT export, a pydantic-ai history or a chat list holds its whole conversation, so a
+    stored message it lacks was on a branch since edited or regenerated away (the store keeps
+    every message it was given; erasing the thread and ingesting again follows the new branch).
+    """
+    ids: dict[str, set[str]] = {}
+    for parsed in files:
+        if parsed.format == "jsonl":
+            continue  # a log: it may hold only the newest messages
+        for record in parsed.records:
+            if isinstance(record.event, Message):
+                ids.setdefault(record.event.thread, set()).add(record.event.id)
+    found: dict[str, int] = {}
+    for thread, held in ids.items():
+        stored = await store.messages(thread, 0, 2**62)
+        gone = sum(s.message.id not in held for s in stored)
+        if gone:
+            found[thread] = gone
+    return found
+
+
 async def store_all(
     history: History, parsed: Parsed, *, advance: Callable[[], object] = lambda: None
 ) -> Tally:

@@ -300,6 +300,27 @@ def test_a_zipped_export_is_read_as_downloaded_and_a_missing_current_node_means_
     assert code == 2 and "holds no conversations.json" in err
 
 
+def test_a_newer_export_on_another_branch_is_ingested_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = [
+        {"id": "q", "message": said("user", "Price?", T0)},
+        {"id": "old", "message": said("assistant", "$10", T0 + 60)},
+        {"id": "new", "parent": "q", "message": said("assistant", "$12", T0 + 90)},
+    ]
+    db = tmp_path / "h.sqlite"
+    before = write(tmp_path / "before.json", [conversation("c", nodes, current="old")])
+    assert run(capsys, "ingest", before, "--db", db)[0] == 0
+    after = write(tmp_path / "after.json", [conversation("c", nodes, current="new")])
+    code, out, err = run(capsys, "ingest", after, "--db", db)
+    assert code == 0 and "2 messages, 1 new, 1 already stored" in out
+    assert err == (
+        "chat-history: thread 'c' holds 1 stored message(s) this file no longer has (edited or "
+        f"regenerated since?); to follow the file's branch: chat-history erase c --db {db}, "
+        "then ingest it again\n"
+    )
+
+
 def zip_of(files: dict[str, str]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zipped:
