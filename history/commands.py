@@ -15,7 +15,7 @@ import inspect
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -60,7 +60,11 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     ingest = commands.add_parser(
         "ingest", help="read conversation files into a store, then build their histories"
     )
-    ingest.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    ingest.add_argument(
+        "files", type=Path, nargs="+", metavar="FILE",
+        help="a JSONL history, a ChatGPT export (conversations.json, or its zip), "
+        "a pydantic-ai message history, or a list of chat messages",
+    )  # fmt: skip
     ingest.add_argument("--format", choices=FORMATS, help="the files' format (told by default)")
     ingest.add_argument("--thread", help="the thread of a one-conversation file (its name)")
     ingest.add_argument(
@@ -83,14 +87,14 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     db(prompt)
     budgets(prompt)
 
-    zoom = commands.add_parser("zoom", help="what a node of the outline stands for")
+    zoom = commands.add_parser("zoom", help="open a line into the two under it, or a message")
     zoom.add_argument("thread")
     zoom.add_argument("label", help="a node's label, such as 0+8, or a message's, such as 12+1")
     zoom.add_argument("--page", type=positive, default=1, help="the page of a long message (1)")
     db(zoom)
     budgets(zoom)
 
-    search = commands.add_parser("search", help="the thread's messages that hold some words")
+    search = commands.add_parser("search", help="the lines and messages that hold some words")
     search.add_argument("thread")
     search.add_argument("words", nargs="+")
     search.add_argument("--limit", type=positive, default=10, help="the most results shown (10)")
@@ -163,7 +167,11 @@ def _must_exist(db: str) -> None:
 
 
 def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
-    files = [read(path, format=args.format, thread=args.thread) for path in args.files]
+    console = err()
+    files = []
+    for path in args.files:
+        with console.status(f"reading {path}") if console.is_terminal else nullcontext():
+            files.append(read(path, format=args.format, thread=args.thread))
     if not _problems(files, skip=args.skip_bad):
         return 1
     return anyio.run(write_files, files, settings, args.db, args.skip_bad)
@@ -203,8 +211,12 @@ async def write_files(
         TimeElapsedColumn(), console=console, transient=True,
         disable=quiet or not console.is_terminal,
     )  # fmt: skip
+    total = sum(len(f.records) for f in files)
     async with History(settings, store=db) as history:
-        clashes = await conflicts(history.store, files)
+        with bars:
+            task = bars.add_task("checking", total=total)
+            clashes = await conflicts(history.store, files, advance=lambda: bars.advance(task))
+            bars.remove_task(task)
         _report(clashes)
         if clashes and not skip:
             _say(f"{len(clashes)} bad record(s): nothing was written")
@@ -218,7 +230,7 @@ async def write_files(
         bad = {(path, problem.where) for path, problem in clashes}
         tallies = []
         with bars:
-            task = bars.add_task("storing", total=sum(len(f.records) for f in files))
+            task = bars.add_task("storing", total=total)
             for parsed in files:
                 records = tuple(r for r in parsed.records if (parsed.path, r.where) not in bad)
                 good = dataclasses.replace(parsed, records=records)

@@ -47,7 +47,10 @@ AGENT = "north"
 
 def register_demo(commands: Any, *, budgets: Budgets) -> None:
     demo = commands.add_parser(
-        "demo", help="ingest a bundled planning chat with a small tail, and show its history"
+        "demo",
+        help="ingest a bundled planning chat with a small tail, and show its history",
+        description=f"The demo's own defaults: --tail {TAIL[0]},{TAIL[1]} (or HISTORY_TAIL), "
+        f"--outline {OUTLINE[0]},{OUTLINE[1]}, --line {LINE}; a temporary store unless --db.",
     )
     db_option(demo, default=None)
     demo.add_argument("--depth", type=positive, default=DEPTH, help=f"tree levels drawn ({DEPTH})")

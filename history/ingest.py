@@ -256,7 +256,9 @@ class Tally:
     """Threads erased by `thread.deleted` records."""
 
 
-async def conflicts(store: Store, files: Sequence[Parsed]) -> list[tuple[Path, Problem]]:
+async def conflicts(
+    store: Store, files: Sequence[Parsed], *, advance: Callable[[], object] = lambda: None
+) -> list[tuple[Path, Problem]]:
     """Records whose id the store, or an earlier record, holds with other content.
 
     Checked before anything is written, so that a conflict leaves the store as it was. A thread
@@ -267,6 +269,7 @@ async def conflicts(store: Store, files: Sequence[Parsed]) -> list[tuple[Path, P
     erased: set[str] = set()
     for parsed in files:
         for record in parsed.records:
+            advance()
             event = record.event
             if not isinstance(event, Message):
                 erased.add(event[1])
