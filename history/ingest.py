@@ -6,13 +6,15 @@ so the command line can refuse the file, or skip what is bad, before the store i
 
 Formats:
     jsonl: the project's own (SPEC section 8): one message or `thread.deleted` event a line.
-    chatgpt: a ChatGPT data export (`conversations.json`), one thread per conversation.
+    chatgpt: a ChatGPT data export (`conversations.json`, or the zip as downloaded), one thread
+        per conversation.
     pydantic-ai: a pydantic-ai message history (`ModelMessagesTypeAdapter` JSON), one thread.
     chat: a list of `{"role", "content"}` chat messages, one thread.
 
 The one-thread formats take their thread from the file name, or from `thread=`. Their message
-ids are `{thread}:{position}`, so the same file always gives the same ids and ingesting it again
-changes nothing, while a longer copy of the same chat only adds its new messages.
+ids are made of the thread and the record's position in the file, so the same file always gives
+the same ids and ingesting it again changes nothing, while a longer copy of the same chat only
+adds its new messages.
 
 In the other apps' formats an assistant's tool calls and their results are its steps, their
 text the JSON the pydantic-ai hook writes (`{"tool_calls": [...]}`, `{"tool_returns": [...]}`),
@@ -69,7 +71,9 @@ class Problem:
     """A record that cannot be ingested, and why."""
 
     where: str
+    """A line number or a JSON path, as in Record."""
     reason: str
+    """Why it was refused, naming the offending value."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,8 +82,11 @@ class Parsed:
 
     path: Path
     format: Format
+    """The format it was read as: named, or told from its content."""
     records: tuple[Record, ...]
+    """What can be written, in file order."""
     problems: tuple[Problem, ...]
+    """What cannot, in file order: one per bad record."""
 
     @property
     def messages(self) -> int:

@@ -15,6 +15,7 @@ from pydantic_ai import messages as ai
 
 from history.cli import main
 from history.contract import format_at
+from history.ingest import detect
 from history.store import open_store
 
 T0 = 1_767_261_600  # 2026-01-01T10:00:00Z
@@ -503,3 +504,32 @@ def test_honours_history_tail_from_the_environment(
             await store.close()
 
     assert anyio.run(levels) == [0] * 12 + [1] * 6 + [2] * 3 + [3]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (line(0, "hi").encode() + b"\n" + line(1, "ho").encode(), "jsonl"),
+        (line(0, "hi").encode(), "jsonl"),
+        (b'{"event": "thread.deleted", "thread": "t"}\n{broken', "jsonl"),
+        (json.dumps([conversation("c", [], current="x")]).encode(), "chatgpt"),
+        (json.dumps(conversation("c", [], current="x")).encode(), "chatgpt"),
+        (ai.ModelMessagesTypeAdapter.dump_json(pydantic_history()), "pydantic-ai"),
+        (b'[{"role": "user", "content": "hi"}]', "chat"),
+        (b'{"messages": [{"role": "user", "content": "hi"}]}', "chat"),
+        (b"[]", "chat"),
+    ],
+    ids=[
+        "jsonl",
+        "one-line",
+        "broken-jsonl",
+        "chatgpt",
+        "one-conversation",
+        "pydantic-ai",
+        "chat",
+        "chat-object",
+        "empty",
+    ],
+)
+def test_the_format_is_told_from_the_content(content: bytes, expected: str) -> None:
+    assert detect(content, Path("export.json")) == expected
