@@ -245,6 +245,11 @@ def test_a_chatgpt_export_is_read_along_the_branch_that_was_shown(
         ],
         "c2": [("c2:q", "user", "", "Hi", at(0), False, ())],
     }
+    before = stored(db)
+    code, out, err = run(capsys, "ingest", tmp_path / "conversations.json", "--db", db)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].endswith("(chatgpt): 7 messages, 0 new, 7 already stored")
+    assert stored(db) == before
 
 
 def test_a_broken_chatgpt_export_names_each_bad_record_by_its_json_path(
