@@ -27,7 +27,8 @@ from datetime import UTC, datetime
 
 from .contract import File, Message
 from .errors import InputError
-from .ingest import ASSISTANT, SKIPPED_ROLES, Reader, calls_text, path_of, returns_text
+from .formats import calls_text, returns_text
+from .ingest import ASSISTANT, SKIPPED_ROLES, Reader, path_of
 
 HIDDEN_CONTENT = ("user_editable_context", "model_editable_context")
 """Custom instructions and memory: given to the model, never shown in the conversation."""

@@ -19,6 +19,9 @@ offset is read as UTC.
 A chat list (`[{"role", "content"}, ...]`, or `{"messages": [...]}`, as OpenAI's chat API takes
 it): message `i` is `{thread}:{i}`, dated `SYNTHETIC_START` plus `i` seconds, since such lists
 carry no times. Tool calls are paired with their results by `tool_call_id`.
+
+The step texts are written by `calls_text`, `returns_text` and `feedback_text`, shared with the
+ChatGPT reader.
 """
 
 from __future__ import annotations
@@ -34,19 +37,35 @@ from pydantic_ai import messages as ai
 
 from .contract import File, Message
 from .errors import InputError
-from .ingest import (
-    ASSISTANT,
-    SKIPPED_ROLES,
-    SYNTHETIC_START,
-    USER,
-    Call,
-    Reader,
-    calls_text,
-    feedback_text,
-    path_of,
-    returns_text,
-    synthetic_at,
-)
+from .ingest import ASSISTANT, SKIPPED_ROLES, SYNTHETIC_START, USER, Reader, path_of, synthetic_at
+
+Call = tuple[str, str, "str | dict[str, Any] | None"]
+"""A tool call: `(id, tool name, arguments as the model gave them)`."""
+Return = tuple[str, str, Any, str]
+"""A tool's result: `(id of its call, tool name, content as JSON, outcome)`."""
+
+
+def calls_text(calls: Sequence[Call], text: str = "") -> str:
+    """A step that calls tools, in the JSON the pydantic-ai hook writes."""
+    value: dict[str, Any] = {
+        "tool_calls": [{"id": id, "name": name, "args": args} for id, name, args in calls]
+    }
+    if text:
+        value["text"] = text
+    return json.dumps(value, ensure_ascii=False)
+
+
+def returns_text(returns: Sequence[Return]) -> str:
+    """A step that returns tools' results, in the JSON the pydantic-ai hook writes."""
+    value = [{"id": id, "name": name, "content": content, "outcome": outcome}
+             for id, name, content, outcome in returns]  # fmt: skip
+    return json.dumps({"tool_returns": value}, ensure_ascii=False)
+
+
+def feedback_text(text: str) -> str:
+    """A step holding pydantic-ai's feedback about a response it could not use."""
+    return json.dumps({"feedback": text}, ensure_ascii=False)
+
 
 Said = tuple[str, str, bool, tuple[File, ...], datetime | None]
 """What one record says: `(author, text, step, files, time the file states)`."""

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from .contract import Message
 from .errors import ConfigurationError, InputError
@@ -338,31 +338,3 @@ async def store_all(
             tally.erased += 1
         advance()
     return tally
-
-
-Call = tuple[str, str, "str | dict[str, Any] | None"]
-"""A tool call: `(id, tool name, arguments as the model gave them)`."""
-Return = tuple[str, str, Any, str]
-"""A tool's result: `(id of its call, tool name, content as JSON, outcome)`."""
-
-
-def calls_text(calls: Sequence[Call], text: str = "") -> str:
-    """A step that calls tools, in the JSON the pydantic-ai hook writes."""
-    value: dict[str, Any] = {
-        "tool_calls": [{"id": id, "name": name, "args": args} for id, name, args in calls]
-    }
-    if text:
-        value["text"] = text
-    return json.dumps(value, ensure_ascii=False)
-
-
-def returns_text(returns: Sequence[Return]) -> str:
-    """A step that returns tools' results, in the JSON the pydantic-ai hook writes."""
-    value = [{"id": id, "name": name, "content": content, "outcome": outcome}
-             for id, name, content, outcome in returns]  # fmt: skip
-    return json.dumps({"tool_returns": value}, ensure_ascii=False)
-
-
-def feedback_text(text: str) -> str:
-    """A step holding pydantic-ai's feedback about a response it could not use."""
-    return json.dumps({"feedback": text}, ensure_ascii=False)
