@@ -48,6 +48,9 @@ def parser() -> argparse.ArgumentParser:
     simulate.add_argument("file", type=Path)
     simulate.add_argument("--json", action="store_true", help="print the trace as JSON")
     _budgets(simulate)
+    from .commands import register
+
+    register(commands, budgets=_budgets)
     return top
 
 
@@ -66,9 +69,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _simulate(args)
+        from . import commands
+
+        if args.command in commands.NAMES:
+            return commands.run(args, settings_of)
     except HistoryError as exc:
         print(f"chat-history: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file or database named on the command line cannot be used
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"chat-history: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("chat-history: interrupted; what was stored is kept", file=sys.stderr)
+        return 130
     return 0
 
 

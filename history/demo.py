@@ -1,0 +1,110 @@
+"""`chat-history demo`: a bundled planning chat, ingested with small budgets, then shown.
+
+The chat (`history/data/demo.jsonl`) was written for this project: four weeks of a founder
+planning a product launch with an assistant, with names, prices, dates and ids settled early,
+some long messages and a few tool steps. With a small tail and outline its tree is deep, so the
+demo shows cuts, merges and folds on the offline summarizer, in a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from importlib import resources
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+import anyio
+
+from . import report
+from .commands import (
+    Budgets,
+    SettingsOf,
+    db_option,
+    opened,
+    out,
+    positive,
+    print_prompt,
+    view,
+    write_files,
+)
+from .errors import HistoryError
+from .ingest import read
+from .plugin import History
+from .settings import TAIL_VARIABLE, HistorySettings
+
+TAIL = (400, 800)
+"""Tokens: about a dozen messages whole, so most of the chat leaves the tail."""
+OUTLINE = (1_200, 2_400)
+"""Bytes: room for about fifteen lines, so the outline folds again and again."""
+LINE = 160
+DEPTH = 3
+THREAD = "launch"
+AGENT = "north"
+"""The assistant of the chat: the prompt shown is what it is sent."""
+
+
+def register_demo(commands: Any, *, budgets: Budgets) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="ingest a bundled planning chat with a small tail, and show its history",
+        description=f"The demo's own defaults: --tail {TAIL[0]},{TAIL[1]} (or HISTORY_TAIL), "
+        f"--outline {OUTLINE[0]},{OUTLINE[1]}, --line {LINE}; a temporary store unless --db.",
+    )
+    db_option(demo, default=None)
+    demo.add_argument("--depth", type=positive, default=DEPTH, help=f"tree levels drawn ({DEPTH})")
+    budgets(demo)
+
+
+def run_demo(args: argparse.Namespace, settings_of: SettingsOf) -> int:
+    """Into `--db` when given (kept), else into a temporary store."""
+    settings = settings_of(args)
+    if args.tail is None and not os.environ.get(TAIL_VARIABLE):
+        settings = settings.with_changes(tail=TAIL)
+    if args.outline is None:
+        settings = settings.with_changes(outline=OUTLINE)
+    if args.line is None:
+        settings = settings.with_changes(line=LINE)
+    if args.db is not None:
+        return anyio.run(show_demo, settings, args.db, args.depth, args.db)
+    with TemporaryDirectory(prefix="chat-history-demo-") as scratch:
+        db = str(Path(scratch) / "demo.sqlite")
+        where = "temporary (keep it with --db demo.sqlite)"
+        return anyio.run(show_demo, settings, db, args.depth, where)
+
+
+async def show_demo(settings: HistorySettings, db: str, depth: int, where: str) -> int:
+    with resources.as_file(resources.files("history") / "data" / "demo.jsonl") as path:
+        parsed = read(path)
+    console = out()
+    console.rule("chat-history demo")
+    console.print(
+        f"A planning chat of {parsed.messages} messages, ingested with a tail of "
+        f"{settings.tail[0]:,} to {settings.tail[1]:,} tokens, an outline of "
+        f"{settings.outline[0]:,} to {settings.outline[1]:,} bytes and lines of "
+        f"{settings.line} bytes, summarized by {settings.summarizer!r}.",
+        markup=False,
+    )
+    await write_files([parsed], settings, db, False, quiet=True)
+    async with opened(db) as store:
+        snap = await report.snapshot(store, THREAD)
+    console.print(f"The store: {where}", markup=False)
+    console.print(report.threads_table([snap.figures]))
+    console.print(report.show(snap, depth=depth))
+    if settings.summarizer == "echo":
+        console.print(
+            "The offline echo summarizer writes these lines by copying and cutting; name a "
+            "model with --summarizer (openai:gpt-4.1-nano, with OPENAI_API_KEY set) for real "
+            "summaries.",
+            markup=False,
+        )
+    try:
+        module = view()
+    except HistoryError as exc:
+        console.print(f"(no prompt: {exc})", markup=False)
+        return 0
+    console.rule(f"what {AGENT} is sent now")
+    async with History(settings, store=db) as history:
+        await print_prompt(module, history, THREAD, agent=AGENT)
+    return 0

@@ -1,0 +1,271 @@
+"""One conversation as a list of messages: a pydantic-ai message history, or a chat list.
+
+Both are read into one thread (named by the file, or `--thread`) the way the pydantic-ai hook
+records a run, so a file and a live run give the same kind of thread:
+
+- a user's prompt is a shared message by `user` (or the message's `name`), its images and
+  documents as files; the model's text is a shared message by `assistant`;
+- a model response that calls tools is one step by the assistant, its text alongside the calls
+  kept in the step; the tools' results (and pydantic-ai's retry feedback) are the assistant's
+  steps too, in the JSON the hook writes, so a view sends them back as tool calls;
+- system prompts and instructions, the model's reasoning and empty messages are left out.
+
+pydantic-ai (`ModelMessagesTypeAdapter` JSON): message `i` gives ids `{thread}:{i}.{k}`, `k`
+counting what it gives. A record's time is the one the file states (its part's, else its
+message's), else the later of the time before it and a synthetic time (`SYNTHETIC_START` plus
+one second per message), so the same file always gives the same times; a time without an
+offset is read as UTC.
+
+A chat list (`[{"role", "content"}, ...]`, or `{"messages": [...]}`, as OpenAI's chat API takes
+it): message `i` is `{thread}:{i}`, dated `SYNTHETIC_START` plus `i` seconds, since such lists
+carry no times. Tool calls are paired with their results by `tool_call_id`.
+
+The step texts are written by `calls_text`, `returns_text` and `feedback_text`, shared with the
+ChatGPT reader.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pydantic
+import pydantic_core
+from pydantic_ai import messages as ai
+
+from .contract import File, Message
+from .errors import InputError
+from .ingest import ASSISTANT, SKIPPED_ROLES, SYNTHETIC_START, USER, Reader, path_of, synthetic_at
+
+Call = tuple[str, str, "str | dict[str, Any] | None"]
+"""A tool call: `(id, tool name, arguments as the model gave them)`."""
+Return = tuple[str, str, Any, str]
+"""A tool's result: `(id of its call, tool name, content as JSON, outcome)`."""
+
+
+def calls_text(calls: Sequence[Call], text: str = "") -> str:
+    """A step that calls tools, in the JSON the pydantic-ai hook writes."""
+    value: dict[str, Any] = {
+        "tool_calls": [{"id": id, "name": name, "args": args} for id, name, args in calls]
+    }
+    if text:
+        value["text"] = text
+    return json.dumps(value, ensure_ascii=False)
+
+
+def returns_text(returns: Sequence[Return]) -> str:
+    """A step that returns tools' results, in the JSON the pydantic-ai hook writes."""
+    value = [{"id": id, "name": name, "content": content, "outcome": outcome}
+             for id, name, content, outcome in returns]  # fmt: skip
+    return json.dumps({"tool_returns": value}, ensure_ascii=False)
+
+
+def feedback_text(text: str) -> str:
+    """A step holding pydantic-ai's feedback about a response it could not use."""
+    return json.dumps({"feedback": text}, ensure_ascii=False)
+
+
+Said = tuple[str, str, bool, tuple[File, ...], datetime | None]
+"""What one record says: `(author, text, step, files, time the file states)`."""
+
+
+def pydantic_ai(value: object, thread: str, reader: Reader) -> None:
+    """Read a pydantic-ai message history, as the hook would have recorded its run."""
+    if not isinstance(value, list):
+        reader.bad("$", f"a pydantic-ai history is a list of messages, got {type(value).__name__}")
+        return
+    last = SYNTHETIC_START
+    for i, raw in enumerate(value):
+        try:
+            (message,) = ai.ModelMessagesTypeAdapter.validate_json(json.dumps([raw]))
+        except pydantic.ValidationError as exc:
+            reasons: dict[str, list[str]] = {}
+            for error in exc.errors():
+                reasons.setdefault(_error_path(raw, i, error["loc"][1:]), []).append(error["msg"])
+            for where, said in reasons.items():
+                reader.bad(where, "; or ".join(said))
+            continue
+        stated = _given(raw, message.timestamp)
+        for k, (author, text, step, files, at) in enumerate(_records(message, raw)):
+            last = at or stated or max(last, synthetic_at(i))
+            made = Message(id=f"{thread}:{i}.{k}", thread=thread, author=author, text=text,
+                           at=last, step=step, files=files)  # fmt: skip
+            reader.add(path_of(i), made)
+
+
+def _records(message: ai.ModelMessage, raw: Mapping[str, Any]) -> list[Said]:
+    if isinstance(message, ai.ModelResponse):
+        calls: list[Call] = [
+            (p.tool_call_id, p.tool_name, _args(p))
+            for p in message.parts
+            if isinstance(p, ai.ToolCallPart)
+        ]
+        text = "\n\n".join(
+            p.content for p in message.parts if isinstance(p, ai.TextPart) and p.content
+        )
+        if calls:
+            return [(ASSISTANT, calls_text(calls, text), True, (), None)]
+        return [(ASSISTANT, text, False, (), None)] if text.strip() else []
+    parts = list(zip(message.parts, raw["parts"], strict=True))
+    returns = [(p, r) for p, r in parts if isinstance(p, ai.ToolReturnPart)]
+    out: list[Said] = []
+    for p, r in returns:  # one step per outcome, in order, as the hook keeps them
+        content = pydantic_core.to_jsonable_python(p.content, fallback=str)
+        step = returns_text([(p.tool_call_id, p.tool_name, content, p.outcome)])
+        out.append((ASSISTANT, step, True, (), _given(r, p.timestamp)))
+    out += [
+        (ASSISTANT, feedback_text(p.model_response()), True, (), _given(r, p.timestamp))
+        for p, r in parts
+        if isinstance(p, ai.RetryFeedbackPart)
+    ]
+    for part, stated in parts:
+        if isinstance(part, ai.UserPromptPart):
+            text, files = _prompt(part.content)
+            if text.strip() or files:
+                out.append((USER, text, False, files, _given(stated, part.timestamp)))
+    return out
+
+
+def _args(part: ai.ToolCallPart) -> str | dict[str, Any] | None:
+    """A call's arguments as the model gave them: text, an object, or none."""
+    args = part.args
+    if args is None or isinstance(args, str):
+        return args
+    return {str(key): value for key, value in args.items()}
+
+
+def _prompt(content: str | Sequence[ai.UserContent]) -> tuple[str, tuple[File, ...]]:
+    if isinstance(content, str):
+        return content, ()
+    texts: list[str] = []
+    files: list[File] = []
+    for item in content:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, ai.TextContent):
+            texts.append(item.content)
+        elif isinstance(item, ai.BinaryContent | ai.FileUrl | ai.UploadedFile):
+            size = len(item.data) if isinstance(item, ai.BinaryContent) else 0
+            files.append(File(name=item.identifier, mime=item.media_type, size=size))
+    return "\n".join(texts), tuple(files)
+
+
+def _given(raw: object, parsed: object) -> datetime | None:
+    """A time the file states (a default filled in by pydantic would be today's)."""
+    if not isinstance(raw, Mapping) or raw.get("timestamp") is None:
+        return None
+    if not isinstance(parsed, datetime):
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _error_path(raw: object, index: int, loc: Sequence[int | str]) -> str:
+    """The JSON path of a validation error, without pydantic's union tags."""
+    keys: list[int | str] = [index]
+    for key in loc:
+        found, child = _child(raw, key)
+        if found:  # else it is a union's tag, not a key of the file
+            raw = child
+            keys.append(key)
+    return path_of(*keys)
+
+
+def _child(raw: object, key: int | str) -> tuple[bool, object]:
+    if isinstance(raw, list) and isinstance(key, int) and 0 <= key < len(raw):
+        return True, raw[key]
+    if isinstance(raw, Mapping) and key in raw:
+        return True, raw[key]
+    return False, None
+
+
+def chat(value: object, thread: str, reader: Reader) -> None:
+    """Read a list of `{"role", "content"}` chat messages."""
+    keys: tuple[str | int, ...] = ()
+    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
+        value, keys = value["messages"], ("messages",)
+    if not isinstance(value, list):
+        reader.bad("$", f"a chat must be a list of messages, got {type(value).__name__}")
+        return
+    calls: dict[str, tuple[str, str]] = {}
+    for position, item in enumerate(value):
+        try:
+            said = _chat_message(item, calls, f"{thread}:{position}")
+        except InputError as exc:
+            reader.bad(path_of(*keys, position), str(exc))
+            continue
+        if said is not None:
+            author, text, step, files, _ = said
+            made = Message(id=f"{thread}:{position}", thread=thread, author=author, text=text,
+                           at=synthetic_at(position), step=step, files=files)  # fmt: skip
+            reader.add(path_of(*keys, position), made)
+
+
+def _chat_message(item: object, calls: dict[str, tuple[str, str]], id: str) -> Said | None:
+    """One chat message; `calls` maps each call's id to its tool and caller, for its result."""
+    if not isinstance(item, Mapping):
+        raise InputError(f"a chat message must be an object, got {item!r:.80}")
+    role, name = item.get("role"), item.get("name")
+    if not isinstance(role, str) or not role:
+        raise InputError(f"role must be a non-empty string, got {role!r}", field="role")
+    if name is not None and not isinstance(name, str):
+        raise InputError(f"name must be a string, got {name!r}", field="name")
+    text, files = _chat_content(item.get("content"))
+    if role in SKIPPED_ROLES:
+        return None
+    if role in ("tool", "function"):
+        call = item.get("tool_call_id") if role == "tool" else calls.get(f"function:{name}")
+        call = call if isinstance(call, str) else (name or id)
+        tool, caller = calls.get(str(call), (name or "tool", ASSISTANT))
+        return caller, returns_text([(str(call), tool, text, "success")]), True, files, None
+    author = name or (ASSISTANT if role == "assistant" else role)
+    made = _tool_calls(item, id)
+    for call_id, tool, _ in made:
+        calls[call_id] = (tool, author)
+        calls[f"function:{tool}"] = (call_id, author)  # an old function_call's result names it
+    if made:
+        return author, calls_text(made, text), True, files, None
+    return (author, text, False, files, None) if text.strip() or files else None
+
+
+def _tool_calls(item: Mapping[str, Any], id: str) -> list[Call]:
+    """The calls an assistant message makes: `tool_calls`, or an old single `function_call`."""
+    found = item.get("tool_calls") or ([item["function_call"]] if item.get("function_call") else [])
+    if not isinstance(found, list):
+        raise InputError(f"tool_calls must be a list, got {found!r:.80}", field="tool_calls")
+    calls: list[Call] = []
+    for k, call in enumerate(found):
+        function = call.get("function", call) if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise InputError(f"tool_calls[{k}] has no function name: {call!r:.80}")
+        call_id = call.get("id") if isinstance(call.get("id"), str) else f"{id}.{k}"
+        arguments = function.get("arguments")
+        if not (arguments is None or isinstance(arguments, str | dict)):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        calls.append((call_id, function["name"], arguments))
+    return calls
+
+
+def _chat_content(content: object) -> tuple[str, tuple[File, ...]]:
+    """A string, null, or a list of parts: text parts joined by newlines, others as files."""
+    if content is None:
+        return "", ()
+    if isinstance(content, str):
+        return content, ()
+    if not isinstance(content, list):
+        raise InputError(f"content must be text or a list, got {content!r:.80}", field="content")
+    texts: list[str] = []
+    files: list[File] = []
+    for k, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif isinstance(part, Mapping) and isinstance(part.get("type"), str):
+            kind = part["type"]
+            mime = "image/*" if kind.startswith(("image", "input_image")) else None
+            files.append(File(name=f"{kind}-{k}", mime=mime))
+        else:
+            raise InputError(f"content[{k}] must be a text or typed part, got {part!r:.80}")
+    return "\n".join(texts), tuple(files)

@@ -1,0 +1,179 @@
+"""What the inspecting commands show: a thread's figures, its tree, outline and tail, with rich.
+
+The figures are read from a store; the drawings are rich renderables, so the command line
+decides where they are printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from .contract import Outline, Stored, Summary, format_at
+from .errors import NotFoundError
+from .lines import label, line_of
+from .store import Store
+
+EVERYTHING = 2**62
+"""A `limit` larger than any thread: every pending message."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Figures:
+    """One thread at a glance."""
+
+    thread: str
+    messages: int
+    """Stored messages, shared and steps."""
+    pending: int
+    """Stored but not processed yet (processing catches up when the plugin is next opened)."""
+    nodes: int
+    """Lines written: every node of the tree."""
+    depth: int
+    """Levels of the tree: 0 before the first cut, 1 with lines only, 2 with pairs merged, ..."""
+    lines: int
+    """Lines in the outline: what an agent is sent in place of the old messages."""
+    bytes: int
+    """The outline's size."""
+    tail: int
+    """Messages still whole."""
+    tokens: int
+    """The tail's weight."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """A thread as stored: its outline, its tree, and the messages still whole."""
+
+    outline: Outline
+    nodes: tuple[Summary, ...]
+    whole: tuple[Stored, ...]
+    """The tail, then any pending message: what an agent is sent whole."""
+
+    @property
+    def figures(self) -> Figures:
+        o, pending = self.outline, len(self.whole) - len(self.outline.tail)
+        return Figures(
+            thread=o.thread,
+            messages=o.position + 1 + pending,
+            pending=pending,
+            nodes=len(self.nodes),
+            depth=max((n.level + 1 for n in self.nodes), default=0),
+            lines=len(o.lines),
+            bytes=o.bytes,
+            tail=len(self.whole),
+            tokens=o.tokens + sum(s.weight for s in self.whole[len(o.tail) :]),
+        )
+
+
+async def snapshot(store: Store, thread: str) -> Snapshot:
+    """Read a thread; NotFoundError when the store holds no message of it."""
+    outline = await store.outline(thread)
+    if outline is None:
+        raise NotFoundError(f"no thread {thread!r} in {store.url!r}")
+    first = outline.tail[0].seq if outline.tail else outline.position + 1
+    whole = await store.messages(thread, first, outline.position)
+    whole += await store.pending(thread, outline.position, EVERYTHING)
+    nodes = await store.summaries(thread)
+    return Snapshot(outline=outline, nodes=tuple(nodes), whole=tuple(whole))
+
+
+def threads_table(figures: Sequence[Figures]) -> Table:
+    table = Table(
+        caption="lines: the tree's nodes, in depth levels; outline: the lines agents are sent, "
+        "and their bytes; tail: the messages sent whole, and their tokens",
+        caption_justify="left",
+    )
+    table.add_column("thread", overflow="fold")
+    for name in ("messages", "lines", "depth", "outline", "bytes", "tail", "tokens"):
+        table.add_column(name, justify="right")
+    for f in figures:
+        messages = f"{f.messages}" + (f" ({f.pending} pending)" if f.pending else "")
+        table.add_row(
+            f.thread, messages, str(f.nodes), str(f.depth), str(f.lines), str(f.bytes),
+            str(f.tail), str(f.tokens),
+        )  # fmt: skip
+    return table
+
+
+def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
+    """The summary tree: its top nodes oldest first, each over its two halves.
+
+    Nodes in the outline are marked `▶`. `depth` limits how many levels are drawn under each
+    top node.
+    """
+    nodes = {(n.level, n.index): n for n in snap.nodes}
+    shown = {(level, index) for level, index, _, _ in snap.outline.lines}
+    f = snap.figures
+    root = Tree(
+        Text(
+            f"{f.thread}: {f.messages} messages, {f.nodes} lines in {f.depth} levels; "
+            f"▶ marks the {f.lines} lines of the outline",
+            style="bold",
+        )
+    )
+    tops = [n for n in nodes.values() if (n.level + 1, n.index // 2) not in nodes]
+    tops.sort(key=lambda n: n.index * 2**n.level)
+
+    def add(parent: Tree, node: Summary, room: int | None) -> None:
+        mark = "▶ " if (node.level, node.index) in shown else "  "
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(mark, style="bold green")
+        text.append(f"{node.label:>9}  ", style="cyan")
+        text.append(node.text.replace("\n", " ⏎ "), style="bold" if mark.strip() else "")
+        branch = parent.add(text)
+        if node.level == 0 or room == 1:
+            return
+        for index in (2 * node.index, 2 * node.index + 1):
+            child = nodes.get((node.level - 1, index))
+            if child is not None:
+                add(branch, child, None if room is None else room - 1)
+
+    for top in tops:
+        add(root, top, depth)
+    if not tops:
+        root.add(Text("no lines yet: the tail has never been cut", style="dim"))
+    return root
+
+
+def outline_table(snap: Snapshot) -> RenderableType:
+    """The outline: the lines an agent is sent in place of the messages that left the tail."""
+    o = snap.outline
+    if not o.lines:
+        return Text("outline: empty (never cut: agents are sent every message whole)")
+    nodes = {(n.level, n.index): n for n in snap.nodes}
+    title = f"outline: {len(o.lines)} lines, {o.bytes} bytes, for messages 0 to {o.boundary - 1}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("node", style="cyan", justify="right", no_wrap=True)
+    table.add_column("bytes", justify="right")
+    table.add_column("until", no_wrap=True)
+    table.add_column("line", overflow="fold")
+    for level, index, size, at in o.lines:
+        node = nodes.get((level, index))
+        table.add_row(
+            label(level, index), str(size), format_at(at)[:16], node.text if node else "?"
+        )
+    return table
+
+
+def tail_table(snap: Snapshot) -> Table:
+    """The messages still whole, oldest first."""
+    f = snap.figures
+    table = Table(title=f"tail: {f.tail} messages whole, {f.tokens} tokens", title_justify="left")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("message")
+    for stored in snap.whole:
+        number = "step" if stored.index is None else str(stored.index)
+        text = Text(line_of(stored.message), no_wrap=True, overflow="ellipsis")
+        table.add_row(number, str(stored.weight), text)
+    return table
+
+
+def show(snap: Snapshot, *, depth: int | None = None) -> RenderableType:
+    return Group(tree(snap, depth=depth), Text(), outline_table(snap), Text(), tail_table(snap))
