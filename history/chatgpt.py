@@ -27,8 +27,9 @@ from datetime import UTC, datetime
 
 from .contract import File, Message
 from .errors import InputError
-from .formats import calls_text, returns_text
+from .formats import one_result
 from .ingest import ASSISTANT, SKIPPED_ROLES, Reader, path_of
+from .steps import Call, Calls, Return, encode
 
 HIDDEN_CONTENT = ("user_editable_context", "model_editable_context")
 """Custom instructions and memory: given to the model, never shown in the conversation."""
@@ -159,11 +160,16 @@ def _message(
     step = False
     if role == "assistant" and isinstance(recipient, str) and recipient not in ("", "all"):
         calls[recipient] = node_id
-        role, step, text = ASSISTANT, True, calls_text([(node_id, recipient, text)])
+        made = Calls(calls=(Call(id=node_id, name=recipient, args=text),))
+        role, step, text = ASSISTANT, True, encode(made)
     elif role == "tool":
         tool = name if isinstance(name, str) and name else "tool"
         call = calls.get(tool, node_id)
-        role, step, text = ASSISTANT, True, returns_text([(call, tool, text, "success")])
+        role, step, text = (
+            ASSISTANT,
+            True,
+            encode(one_result(Return(id=call, name=tool, content=text))),
+        )
     return Message(
         id=f"{thread}:{node_id}", thread=thread, author=role, text=text, at=at, step=step,
         files=files,

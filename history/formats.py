@@ -20,8 +20,8 @@ A chat list (`[{"role", "content"}, ...]`, or `{"messages": [...]}`, as OpenAI's
 it): message `i` is `{thread}:{i}`, dated `SYNTHETIC_START` plus `i` seconds, since such lists
 carry no times. Tool calls are paired with their results by `tool_call_id`.
 
-The step texts are written by `calls_text`, `returns_text` and `feedback_text`, shared with the
-ChatGPT reader.
+Tool calls and their results become steps in the JSON of `history.steps`, as the pydantic-ai
+hook writes them, so the view sends them back as tool parts.
 """
 
 from __future__ import annotations
@@ -38,34 +38,7 @@ from pydantic_ai import messages as ai
 from .contract import File, Message
 from .errors import InputError
 from .ingest import ASSISTANT, SKIPPED_ROLES, SYNTHETIC_START, USER, Reader, path_of, synthetic_at
-
-Call = tuple[str, str, "str | dict[str, Any] | None"]
-"""A tool call: `(id, tool name, arguments as the model gave them)`."""
-Return = tuple[str, str, Any, str]
-"""A tool's result: `(id of its call, tool name, content as JSON, outcome)`."""
-
-
-def calls_text(calls: Sequence[Call], text: str = "") -> str:
-    """A step that calls tools, in the JSON the pydantic-ai hook writes."""
-    value: dict[str, Any] = {
-        "tool_calls": [{"id": id, "name": name, "args": args} for id, name, args in calls]
-    }
-    if text:
-        value["text"] = text
-    return json.dumps(value, ensure_ascii=False)
-
-
-def returns_text(returns: Sequence[Return]) -> str:
-    """A step that returns tools' results, in the JSON the pydantic-ai hook writes."""
-    value = [{"id": id, "name": name, "content": content, "outcome": outcome}
-             for id, name, content, outcome in returns]  # fmt: skip
-    return json.dumps({"tool_returns": value}, ensure_ascii=False)
-
-
-def feedback_text(text: str) -> str:
-    """A step holding pydantic-ai's feedback about a response it could not use."""
-    return json.dumps({"feedback": text}, ensure_ascii=False)
-
+from .steps import Call, Calls, Feedback, Return, Returns, encode
 
 Said = tuple[str, str, bool, tuple[File, ...], datetime | None]
 """What one record says: `(author, text, step, files, time the file states)`."""
@@ -97,8 +70,8 @@ def pydantic_ai(value: object, thread: str, reader: Reader) -> None:
 
 def _records(message: ai.ModelMessage, raw: Mapping[str, Any]) -> list[Said]:
     if isinstance(message, ai.ModelResponse):
-        calls: list[Call] = [
-            (p.tool_call_id, p.tool_name, _args(p))
+        calls = [
+            Call(id=p.tool_call_id, name=p.tool_name, args=_args(p))
             for p in message.parts
             if isinstance(p, ai.ToolCallPart)
         ]
@@ -106,17 +79,18 @@ def _records(message: ai.ModelMessage, raw: Mapping[str, Any]) -> list[Said]:
             p.content for p in message.parts if isinstance(p, ai.TextPart) and p.content
         )
         if calls:
-            return [(ASSISTANT, calls_text(calls, text), True, (), None)]
+            return [(ASSISTANT, encode(Calls(calls=tuple(calls), text=text)), True, (), None)]
         return [(ASSISTANT, text, False, (), None)] if text.strip() else []
     parts = list(zip(message.parts, raw["parts"], strict=True))
     returns = [(p, r) for p, r in parts if isinstance(p, ai.ToolReturnPart)]
     out: list[Said] = []
     for p, r in returns:  # one step per outcome, in order, as the hook keeps them
         content = pydantic_core.to_jsonable_python(p.content, fallback=str)
-        step = returns_text([(p.tool_call_id, p.tool_name, content, p.outcome)])
+        step = encode(one_result(Return(id=p.tool_call_id, name=p.tool_name, content=content,
+                                     outcome=p.outcome)))  # fmt: skip
         out.append((ASSISTANT, step, True, (), _given(r, p.timestamp)))
     out += [
-        (ASSISTANT, feedback_text(p.model_response()), True, (), _given(r, p.timestamp))
+        (ASSISTANT, encode(Feedback(text=p.model_response())), True, (), _given(r, p.timestamp))
         for p, r in parts
         if isinstance(p, ai.RetryFeedbackPart)
     ]
@@ -218,14 +192,15 @@ def _chat_message(item: object, calls: dict[str, tuple[str, str]], id: str) -> S
         call = item.get("tool_call_id") if role == "tool" else calls.get(f"function:{name}")
         call = call if isinstance(call, str) else (name or id)
         tool, caller = calls.get(str(call), (name or "tool", ASSISTANT))
-        return caller, returns_text([(str(call), tool, text, "success")]), True, files, None
+        result = one_result(Return(id=str(call), name=tool, content=text))
+        return caller, encode(result), True, files, None
     author = name or (ASSISTANT if role == "assistant" else role)
     made = _tool_calls(item, id)
-    for call_id, tool, _ in made:
-        calls[call_id] = (tool, author)
-        calls[f"function:{tool}"] = (call_id, author)  # an old function_call's result names it
+    for call in made:
+        calls[call.id] = (call.name, author)
+        calls[f"function:{call.name}"] = (call.id, author)  # an old function_call's result names it
     if made:
-        return author, calls_text(made, text), True, files, None
+        return author, encode(Calls(calls=tuple(made), text=text)), True, files, None
     return (author, text, False, files, None) if text.strip() or files else None
 
 
@@ -243,7 +218,7 @@ def _tool_calls(item: Mapping[str, Any], id: str) -> list[Call]:
         arguments = function.get("arguments")
         if not (arguments is None or isinstance(arguments, str | dict)):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        calls.append((call_id, function["name"], arguments))
+        calls.append(Call(id=call_id, name=function["name"], args=arguments))
     return calls
 
 
@@ -269,3 +244,8 @@ def _chat_content(content: object) -> tuple[str, tuple[File, ...]]:
         else:
             raise InputError(f"content[{k}] must be a text or typed part, got {part!r:.80}")
     return "\n".join(texts), tuple(files)
+
+
+def one_result(result: Return) -> Returns:
+    """A step holding one tool's result."""
+    return Returns(returns=(result,))
