@@ -170,3 +170,13 @@ def ask_from_row(row: Sequence[Any]) -> Ask:
         output_tokens=output_tokens,
         outcome=outcome,
     )
+
+
+def outline_row(outline: Outline) -> tuple[Any, ...]:
+    """The row of an outline loaded from elsewhere: a fresh epoch and version in this store."""
+    o = outline
+    start = o.tail[0].seq if o.tail else o.position + 1
+    return (
+        o.thread, uuid.uuid4().hex, lines_json(o.lines), o.bytes, o.boundary, when(o.since),
+        when(o.cut_at), when(o.gone), start, o.tokens, o.draining, o.position, 0,
+    )  # fmt: skip
