@@ -10,7 +10,10 @@ from .errors import (
     NotFoundError,
     StoreError,
     SummarizerError,
+    UnpinnedError,
 )
+from .metering import ThreadUsage, Usage
+from .pins import Replay
 from .plugin import Counters, History
 from .settings import HistorySettings, settings_from_env
 from .summarizer import Ask, Echo, Reply, Scripted, Summarizer, Task
@@ -30,6 +33,7 @@ __all__ = (
     "Message",
     "NotFoundError",
     "Outline",
+    "Replay",
     "Reply",
     "Scripted",
     "StoreError",
@@ -38,5 +42,8 @@ __all__ = (
     "SummarizerError",
     "Summary",
     "Task",
+    "ThreadUsage",
+    "UnpinnedError",
+    "Usage",
     "settings_from_env",
 )
