@@ -172,11 +172,10 @@ def read_records(lines: Iterable[bytes | str], *, source: str = "<input>") -> li
     """
     groups: dict[str, _Group] = defaultdict(_Group)
     for number, raw in enumerate(lines, start=1):
-        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-        if not text.strip():
+        if not raw.strip():
             continue
         try:
-            record = _RECORD.validate_json(text)
+            record = _RECORD.validate_json(raw)
             _add(groups, record)
         except ValidationError as exc:
             problems = "; ".join(

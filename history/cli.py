@@ -48,6 +48,7 @@ def parser() -> argparse.ArgumentParser:
     simulate.add_argument("file", type=Path)
     simulate.add_argument("--json", action="store_true", help="print the trace as JSON")
     _budgets(simulate)
+    _maintenance_commands(commands)
     return top
 
 
@@ -66,10 +67,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _simulate(args)
+        if args.command in _MAINTENANCE:
+            return _maintenance(args)
     except HistoryError as exc:
         print(f"chat-history: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+# The rebuild, export, load and stats commands: pinned calls, carried between stores.
+_MAINTENANCE = ("rebuild", "export", "load", "stats")
+
+
+def _maintenance_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .maintenance import add_commands
+
+    add_commands(commands, budgets=_budgets)
+
+
+def _maintenance(args: argparse.Namespace) -> int:
+    from .maintenance import run
+
+    return run(args, settings_of)
 
 
 def _simulate(args: argparse.Namespace) -> int:
