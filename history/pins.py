@@ -110,6 +110,7 @@ class Replay:
             )
         log.info(
             "thread %r: no recorded answer for node (%d, %d); asking %r",
-            task.thread, task.level, task.index, self.inner.name, extra={"thread": task.thread},
+            task.thread, task.level, task.index, self.inner.name,
+            extra={"chat_thread": task.thread},
         )  # fmt: skip
         return await self.inner.reply(task, prompts, answers)

@@ -140,7 +140,7 @@ async def rebuild(
     log.info(
         "thread %r: rebuilt from %d messages, %d lines asked, %d replayed, %d model calls%s",
         thread, len(original.messages), len(asks), replay.hits, replay.misses,
-        " (dry run)" if dry_run else "", extra={"thread": thread},
+        " (dry run)" if dry_run else "", extra={"chat_thread": thread},
     )  # fmt: skip
     return Rebuilt(
         thread=thread,
