@@ -102,8 +102,10 @@ async def rebuild(
     if original is None or not original.messages or original.outline is None:
         raise NotFoundError(f"thread {thread!r} has no messages in the store {store.url!r}")
     summarizer: Summarizer | None = None
-    if model is not None:
-        summarizer = summarizer_for(model) if isinstance(model, Model) else model
+    if isinstance(model, Model):
+        summarizer = summarizer_for(model, settings=settings.model_settings)
+    elif model is not None:
+        summarizer = model
     name = summarizer.name if summarizer is not None else settings.summarizer
     key = model_key(name, settings.model_settings)
     calls = pinned(original.calls, key)

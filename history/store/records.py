@@ -134,9 +134,31 @@ def plan(
     old = stored or ThreadRecords(thread=thread)
     if replace:
         _check_unchanged(old, incoming)
-    skipped = 0
+    messages, old_messages = _new_messages(old, incoming, foreign)
+    summaries, old_summaries = _new_summaries(() if replace else old.summaries, incoming)
+    calls, old_calls = _new_calls(old, incoming)
+    write, outline = _outline_write(old, incoming, replace=replace)
+    if write == "create" and outline is None and not (messages or old.messages):
+        write = "keep"  # nothing of the thread is stored: no outline to start
+    kept_outline = write == "keep" and incoming.outline is not None
+    return Plan(
+        thread=thread,
+        messages=tuple(messages),
+        summaries=tuple(summaries),
+        calls=tuple(calls),
+        outline=outline,
+        write=write,
+        clear=replace,
+        skipped=old_messages + old_summaries + old_calls + kept_outline,
+    )
 
-    messages: list[Stored] = []
+
+def _new_messages(
+    old: ThreadRecords, incoming: ThreadRecords, foreign: Mapping[str, str]
+) -> tuple[list[Stored], int]:
+    """The incoming messages the store lacks, and how many it holds already."""
+    new: list[Stored] = []
+    skipped = 0
     by_id = {s.message.id: s for s in old.messages}
     by_seq = {s.seq: s for s in old.messages}
     by_index = {s.index: s for s in old.messages if s.index is not None}
@@ -144,7 +166,7 @@ def plan(
         m = s.message
         if m.id in foreign:
             raise ConflictError(
-                f"message {m.id!r} is stored in thread {foreign[m.id]!r}, not {thread!r}",
+                f"message {m.id!r} is stored in thread {foreign[m.id]!r}, not {m.thread!r}",
                 field="id",
             )
         known = by_id.get(m.id)
@@ -158,48 +180,44 @@ def plan(
             if holder is not None:
                 raise ConflictError(
                     f"message {m.id!r} would take {place} {getattr(s, place)} of thread "
-                    f"{thread!r}, which message {holder.message.id!r} holds",
+                    f"{m.thread!r}, which message {holder.message.id!r} holds",
                     field=place,
                 )
-        messages.append(s)
+        by_seq[s.seq] = s
+        if s.index is not None:
+            by_index[s.index] = s
+        new.append(s)
+    return new, skipped
 
-    summaries: list[Summary] = []
-    nodes = {} if replace else {(n.level, n.index): n for n in old.summaries}
+
+def _new_summaries(stored: Sequence[Summary], incoming: ThreadRecords) -> tuple[list[Summary], int]:
+    new: list[Summary] = []
+    skipped = 0
+    nodes = {(n.level, n.index): n for n in stored}
     for node in _unique(incoming.summaries, lambda n: (n.level, n.index), _node_conflict):
-        known_node = nodes.get((node.level, node.index))
-        if known_node is None:
-            summaries.append(node)
-        elif known_node == node:
+        known = nodes.get((node.level, node.index))
+        if known is None:
+            new.append(node)
+        elif known == node:
             skipped += 1
         else:
-            raise _node_conflict(known_node, node, stored=True)
+            raise _node_conflict(known, node, stored=True)
+    return new, skipped
 
-    calls: list[Call] = []
+
+def _new_calls(old: ThreadRecords, incoming: ThreadRecords) -> tuple[list[Call], int]:
+    new: list[Call] = []
+    skipped = 0
     pins = {c.key: c for c in old.calls}
     for call in _unique(incoming.calls, lambda c: c.key, _call_conflict, _same_call):
-        known_call = pins.get(call.key)
-        if known_call is None:
-            calls.append(call)
-        elif _same_call(known_call, call):
+        known = pins.get(call.key)
+        if known is None:
+            new.append(call)
+        elif _same_call(known, call):
             skipped += 1  # its place `n` may differ: a pin is its request and its answers
         else:
-            raise _call_conflict(known_call, call, stored=True)
-
-    write, outline = _outline_write(old, incoming, replace=replace)
-    if write == "keep" and incoming.outline is not None:
-        skipped += 1
-    if write == "create" and outline is None and not (messages or old.messages):
-        write = "keep"  # nothing of the thread is stored: no outline to start
-    return Plan(
-        thread=thread,
-        messages=tuple(messages),
-        summaries=tuple(summaries),
-        calls=tuple(calls),
-        outline=outline,
-        write=write,
-        clear=replace,
-        skipped=skipped,
-    )
+            raise _call_conflict(known, call, stored=True)
+    return new, skipped
 
 
 def _outline_write(
