@@ -22,8 +22,8 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic_ai.models import Model
 
-from .contract import Message, Outline, Stored
-from .errors import ClosedError, StoreError, SummarizerError, UnpinnedError
+from .contract import Message, Outline, Stored, Summary
+from .errors import ClosedError, InputError, StoreError, SummarizerError, UnpinnedError
 from .metering import Usage, usage
 from .processors.compact import Vanished, compact
 from .processors.erase import erase
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 FAILED_ASKS_BEFORE_FALLBACK = 5
 BATCH = 256
+NODE_CACHE = 4096
 LARGE_TEXT = 100_000
 """Texts longer than this are weighed on a worker thread, so the event loop keeps serving."""
 
@@ -114,6 +115,9 @@ class History:
         self._idle.set()
         self._wake: dict[str, anyio.Event] = {}
         self._states: dict[str, Outline] = {}
+        # What a thread's worker already read: committed nodes, and the tail's messages.
+        self._nodes: dict[str, dict[tuple[int, int], Summary | None]] = {}
+        self._recent: dict[str, dict[str, Stored]] = {}
         self._answers: dict[str, dict[tuple[str, ...], Reply | None]] = {}
         self._failed: dict[str, dict[tuple[str, ...], int]] = {}
 
@@ -150,6 +154,8 @@ class History:
         message and ConflictError for a known id with other content.
         """
         group = self._open()
+        if not isinstance(message, Message):
+            raise InputError(f"message_created takes a Message, got {message!r}")
         if len(message.text) > LARGE_TEXT:
             cost = await anyio.to_thread.run_sync(weight, message, self.settings.encoding)
         else:
@@ -162,6 +168,8 @@ class History:
     async def thread_deleted(self, thread: str) -> bool:
         """Erase a thread: its messages, lines, outline and calls. True when it held anything."""
         self._open()
+        if not isinstance(thread, str) or not thread:
+            raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
         erased = await erase(self.store, thread)
         self._forget(thread)
         return erased
@@ -215,6 +223,8 @@ class History:
 
     def _forget(self, thread: str) -> None:
         self._states.pop(thread, None)
+        self._nodes.pop(thread, None)
+        self._recent.pop(thread, None)
         self._answers.pop(thread, None)
         self._failed.pop(thread, None)
 
@@ -257,20 +267,38 @@ class History:
             if not batch:
                 self._states[thread] = state
                 return
+            recent = self._recent.setdefault(thread, {})
             for stored in batch:
+                recent[stored.message.id] = stored
                 try:
                     state = self._states[thread] = await self._process(state, stored)
                 except _Stale:
-                    self._states.pop(thread, None)
+                    self._forget(thread)
                     break
+                if len(recent) > len(state.tail):
+                    whole = {item.id for item in state.tail}
+                    self._recent[thread] = recent = {
+                        id: s for id, s in recent.items() if id in whole
+                    }
 
     async def _process(self, state: Outline, stored: Stored) -> Outline:
         """Process one message: model calls first, then one transaction with a version check."""
+        thread = state.thread
         work = state.copy()
+        known = self._nodes.setdefault(thread, {})
+        if len(known) > NODE_CACHE:
+            known.clear()
         nodes = Nodes(
-            state.thread, lambda level, index: self.store.summary(state.thread, level, index)
+            thread,
+            lambda level, index: self.store.summary(thread, level, index),
+            boundary=state.boundary,
+            known=known,
         )
+        recent = self._recent.get(thread, {})
         asks: list[Ask] = []
+
+        async def read(id: str) -> Stored | None:
+            return recent.get(id) or await self.store.message(id)
 
         async def write_line(task: Task) -> str:
             ask = await write(task, self._ask, limit=self.settings.line, tries=self.settings.tries)
@@ -278,9 +306,7 @@ class History:
             return ask.line
 
         try:
-            change = await compact(
-                work, stored, nodes, write_line, self.store.message, self.settings
-            )
+            change = await compact(work, stored, nodes, write_line, read, self.settings)
         except Vanished:
             raise _Stale from None
         committed = await self.store.commit(
@@ -290,6 +316,7 @@ class History:
         if not committed:
             raise _Stale
         work.version = state.version + 1
+        nodes.settle()
         self._answers.pop(state.thread, None)
         self._failed.pop(state.thread, None)
         self.counters.processed += 1
@@ -326,9 +353,9 @@ class History:
                 self.counters.fallbacks += 1
                 log.error(
                     "thread %r: the ask for node (%d, %d) failed %d times; its line is cut",
-                    task.thread, task.level, task.index, failed[key],
+                    *(task.thread, task.level, task.index, failed[key]),
                     extra={"chat_thread": task.thread},
-                )  # fmt: skip
+                )
                 raise Exhausted(f"thread {task.thread!r}: the ask kept failing") from exc
             raise SummarizerError(f"summarizer {self.summarizer.name!r} failed: {exc!r}") from exc
         memory[key] = reply

@@ -98,6 +98,7 @@ async def rebuild(
         SummarizerError: a model call failed; nothing was changed.
         StoreError: the thread changed while it was rebuilt; nothing was changed.
     """
+    await store.outline(thread)  # a thread whose outline a crash left unwritten gets it now
     original = await store.export_thread(thread)
     if original is None or not original.messages or original.outline is None:
         raise NotFoundError(f"thread {thread!r} has no messages in the store {store.url!r}")
@@ -219,7 +220,11 @@ class _Rerun:
     async def _step(self, store: Store, state: Outline, stored: Stored, made: list[Ask]) -> Outline:
         """One message: its lines first, then one commit."""
         work = state.copy()
-        nodes = Nodes(state.thread, lambda level, index: store.summary(state.thread, level, index))
+        nodes = Nodes(
+            state.thread,
+            lambda level, index: store.summary(state.thread, level, index),
+            boundary=state.boundary,
+        )
         asks: list[Ask] = []
 
         async def write_line(task: Task) -> str:

@@ -6,13 +6,13 @@ import json
 import random
 from collections.abc import Sequence
 
-from conftest import message
-
 from history import File, History, HistorySettings, Message, Reply, Summarizer, Task
 from history.lines import normalize
 from history.store import Store
 from history.summarizer import Ask
 from history.trace import outline_json, summary_json
+
+from .conftest import message
 
 WORDS = (
     "Ana", "north", "Bo", "price", "42", "launch", "December", "trailer", "budget", "€1,200",

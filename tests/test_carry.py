@@ -12,8 +12,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from chats import SMALL, Fickle, ingest, long_chat, trace
-from conftest import message
 
 from history import ConflictError, HistorySettings, InputError, NotFoundError
 from history.carry import export, load, read_records
@@ -21,6 +19,9 @@ from history.rebuild import rebuild
 from history.store import Store
 from history.store.records import ThreadRecords
 from history.store.sqlite import SQLiteStore
+
+from .chats import SMALL, Fickle, ingest, long_chat, trace
+from .conftest import message
 
 pytestmark = pytest.mark.anyio
 FICKLE = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]

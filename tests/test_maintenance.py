@@ -8,10 +8,11 @@ from pathlib import Path
 
 import anyio
 import pytest
-from chats import SMALL, ingest, long_chat
 
 from history import HistorySettings
 from history.cli import main
+
+from .chats import SMALL, ingest, long_chat
 
 BUDGETS = ["--line", "96", "--tail", "80,240", "--outline", "300,700", "--kept", "2"]
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chats import SMALL, Fickle, ingest, long_chat
-from conftest import exchange
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
@@ -16,6 +14,9 @@ from history.metering import usage
 from history.rebuild import rebuild
 from history.store.sqlite import SQLiteStore
 from history.summarizer import Ask
+
+from .chats import SMALL, Fickle, ingest, long_chat
+from .conftest import exchange
 
 pytestmark = pytest.mark.anyio
 FICKLE = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]

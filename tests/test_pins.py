@@ -8,8 +8,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from chats import SMALL, Fickle, ingest, long_chat, trace
-from conftest import message
 
 from history import (
     Echo,
@@ -25,6 +23,9 @@ from history.pins import model_key, pinned
 from history.store.records import ThreadRecords
 from history.store.sqlite import SQLiteStore
 from history.summarizer import Ask, Exhausted, write
+
+from .chats import SMALL, Fickle, ingest, long_chat, trace
+from .conftest import message
 
 pytestmark = pytest.mark.anyio
 FICKLE = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]

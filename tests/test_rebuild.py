@@ -7,12 +7,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from chats import SMALL, Fickle, ingest, long_chat, trace
 
 from history import HistorySettings, NotFoundError, Summarizer, UnpinnedError
 from history.rebuild import rebuild
 from history.store import Store
 from history.store.sqlite import SQLiteStore
+
+from .chats import SMALL, Fickle, ingest, long_chat, trace
 
 pytestmark = pytest.mark.anyio
 
