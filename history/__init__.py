@@ -11,7 +11,10 @@ from .errors import (
     NotFoundError,
     StoreError,
     SummarizerError,
+    UnpinnedError,
 )
+from .metering import ThreadUsage, Usage
+from .pins import Replay
 from .plugin import Counters, History
 from .settings import HistorySettings, settings_from_env
 from .summarizer import Ask, Echo, Reply, Scripted, Summarizer, Task
@@ -34,6 +37,7 @@ __all__ = (
     "NotFoundError",
     "Outline",
     "Rendered",
+    "Replay",
     "Reply",
     "Scripted",
     "StoreError",
@@ -43,6 +47,9 @@ __all__ = (
     "Summary",
     "Task",
     "ThreadHistory",
+    "ThreadUsage",
+    "UnpinnedError",
+    "Usage",
     "Zoom",
     "prompt_text",
     "render_view",

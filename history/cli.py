@@ -51,6 +51,7 @@ def parser() -> argparse.ArgumentParser:
     from .commands import register
 
     register(commands, budgets=_budgets)
+    _maintenance_commands(commands)
     return top
 
 
@@ -73,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.command in commands.NAMES:
             return commands.run(args, settings_of)
+        if args.command in _MAINTENANCE:
+            return _maintenance(args)
     except HistoryError as exc:
         print(f"chat-history: {exc}", file=sys.stderr)
         return 2
@@ -84,6 +87,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("chat-history: interrupted; what was stored is kept", file=sys.stderr)
         return 130
     return 0
+
+
+# The rebuild, export, load and stats commands: pinned calls, carried between stores.
+_MAINTENANCE = ("rebuild", "export", "load", "stats")
+
+
+def _maintenance_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .maintenance import add_commands
+
+    add_commands(commands, budgets=_budgets)
+
+
+def _maintenance(args: argparse.Namespace) -> int:
+    from .maintenance import run
+
+    return run(args, settings_of)
 
 
 def _simulate(args: argparse.Namespace) -> int:

@@ -3,11 +3,12 @@
 HistoryError
  ├── ConfigurationError   settings that cannot work (refused at startup)
  ├── InputError           a message or event refused before anything is written
- │    └── ConflictError   an id already stored with other content
+ │    └── ConflictError   an id (or a node, a call) already stored with other content
  ├── StoreError           the store failed, or is not ours (driver errors translated once)
  │    └── ClosedError     the plugin or store was used after it was closed
  ├── NotFoundError        a thread or node that does not exist
  └── SummarizerError      the summarizer raised or timed out (the batch is retried)
+      └── UnpinnedError   work that would call the model where only recorded calls were allowed
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class InputError(HistoryError, ValueError):
 
 
 class ConflictError(InputError):
-    """A message id that is already stored with other content; the stored message is kept."""
+    """A message id, a node or a call already stored with other content; the stored one is kept."""
 
 
 class StoreError(HistoryError):
@@ -51,3 +52,18 @@ class NotFoundError(HistoryError, LookupError):
 
 class SummarizerError(HistoryError):
     """The summarizer raised or timed out; the thread's batch is retried later."""
+
+
+class UnpinnedError(SummarizerError):
+    """Work that needs the model where only recorded (pinned) calls may answer.
+
+    Raised by a replay told to refuse misses, and by a rebuild that would call the model without
+    being allowed to; nothing was changed.
+
+    Attributes:
+        calls: how many model calls the refused work would make.
+    """
+
+    def __init__(self, message: str, *, calls: int = 1) -> None:
+        super().__init__(message)
+        self.calls = calls

@@ -23,7 +23,8 @@ from anyio.abc import TaskGroup
 from pydantic_ai.models import Model
 
 from .contract import Message, Outline, Stored, Summary
-from .errors import ClosedError, InputError, StoreError, SummarizerError
+from .errors import ClosedError, InputError, StoreError, SummarizerError, UnpinnedError
+from .metering import Usage, usage
 from .processors.compact import Vanished, compact
 from .processors.erase import erase
 from .processors.summarize import Nodes
@@ -91,7 +92,9 @@ class History:
             pause: seconds before a failed thread is tried again; doubles with each failure.
             max_pause: the longest pause.
             on_ask: called with every finished summarizer conversation, once its batch is
-                committed (to meter or bill it).
+                committed: the `Ask` carries its thread and the input and output tokens the
+                provider reported (zero for answers replayed from pins), so an app can meter
+                or bill it per thread, space or user.
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -191,6 +194,16 @@ class History:
         """The thread's committed outline and tail; None for a thread with no messages."""
         self._open()
         return await self.store.outline(thread)
+
+    async def usage(
+        self, thread: str | None = None, *, input_price: float = 0.0, output_price: float = 0.0
+    ) -> Usage:
+        """The summarizer's recorded calls and tokens per thread, and their cost.
+
+        Prices are per million input and output tokens; see `history.metering`.
+        """
+        self._open()
+        return await usage(self.store, thread, input_price=input_price, output_price=output_price)
 
     # Processing.
 
@@ -329,6 +342,8 @@ class History:
                 self.counters.requests += 1
                 with anyio.fail_after(self._timeout):
                     reply = await self.summarizer.reply(task, prompts, answers)
+        except (Exhausted, UnpinnedError):
+            raise  # a replayed ask that kept failing (the same cut), or a refused miss (never cut)
         except Exception as exc:
             self.counters.failures += 1
             failed = self._failed.setdefault(task.thread, {})

@@ -14,6 +14,7 @@ from typing import Protocol
 from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import ConfigurationError
 from ..summarizer import Ask
+from .records import Loaded, ThreadRecords
 
 
 class Store(Protocol):
@@ -92,6 +93,23 @@ class Store(Protocol):
 
         At most `limit` hits, the most relevant first, then the newest. A message and its own
         level-0 line may both be hits (same label). A query with no words finds nothing.
+        """
+        ...
+
+    async def export_thread(self, thread: str) -> ThreadRecords | None:
+        """Everything stored for the thread, read in one transaction; None when nothing is."""
+        ...
+
+    async def load_records(
+        self, batch: Sequence[ThreadRecords], *, replace: bool = False
+    ) -> Loaded:
+        """Write records in one transaction; what is already stored as it comes is skipped.
+
+        Each thread is merged by `records.plan`, so a contradiction (ConflictError: another
+        text for a stored node, say) is refused before anything is written.
+
+        With `replace`, each thread's summaries and outline become the given ones, provided its
+        outline still has the given epoch and version (a rebuild swapping its result in).
         """
         ...
 

@@ -224,3 +224,22 @@ def hit_from_row(row: Sequence[Any]) -> Hit:
         at=datetime.fromisoformat(at),
         message=message,
     )
+
+
+def outline_row(outline: Outline) -> tuple[Any, ...]:
+    """The row of an outline loaded from elsewhere: a fresh epoch and version in this store."""
+    o = outline
+    start = o.tail[0].seq if o.tail else o.position + 1
+    return (
+        o.thread, uuid.uuid4().hex, lines_json(o.lines), o.bytes, o.boundary, when(o.since),
+        when(o.cut_at), when(o.gone), start, o.tokens, o.draining, o.position, 0,
+    )  # fmt: skip
+
+
+def loaded_message_row(stored: Stored) -> tuple[Any, ...]:
+    """The row of a message loaded from elsewhere, in its place: its seq, index and weight."""
+    m = stored.message
+    return (
+        m.id, m.thread, stored.seq, stored.index, m.author, m.to, m.text, format_at(m.at), m.step,
+        m.files_json(), stored.weight,
+    )  # fmt: skip

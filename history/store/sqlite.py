@@ -19,7 +19,8 @@ import anyio
 from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
-from . import rows
+from . import records, rows
+from .records import Loaded, ThreadRecords
 from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
 
 NODES_AT_ONCE = 400
@@ -296,10 +297,116 @@ class SQLiteStore:
             )
         return [rows.hit_from_row(r) for r in found]
 
+    async def export_thread(self, thread: str) -> ThreadRecords | None:
+        async with self._read() as db:
+            await db.execute("BEGIN")  # one snapshot, even with writers in other processes
+            try:
+                return await _thread_records(db, thread)
+            finally:
+                await db.execute("COMMIT")
+
+    async def load_records(
+        self, batch: Sequence[ThreadRecords], *, replace: bool = False
+    ) -> Loaded:
+        records.check_batch(batch)
+        async with self._write() as db:
+            plans = [
+                records.plan(
+                    await _thread_records(db, incoming.thread),
+                    incoming,
+                    foreign=await _foreign(db, incoming),
+                    replace=replace,
+                )
+                for incoming in batch
+            ]  # every plan first: a contradiction is refused before anything is written
+            for plan in plans:
+                await _apply(db, plan)
+        return Loaded(
+            threads=len(plans),
+            written=sum(p.written for p in plans),
+            skipped=sum(p.skipped for p in plans),
+        )
+
 
 def _words(query: str) -> str:
     """A query's words as an FTS5 query that matches any of them (bm25 weighs the rare ones)."""
     return " OR ".join(f'"{word}"' for word in re.findall(r"\w+", query))
+
+
+async def _thread_records(db: aiosqlite.Connection, thread: str) -> ThreadRecords | None:
+    def select(columns: str, table: str, order: str) -> str:
+        return f"SELECT {columns} FROM {table} WHERE thread = ? ORDER BY {order}"
+
+    messages = await db.execute_fetchall(select(MESSAGE_COLUMNS, "message", "seq"), (thread,))
+    nodes = await db.execute_fetchall(select(SUMMARY_COLUMNS, "summary", "level, idx"), (thread,))
+    calls = await db.execute_fetchall(select(CALL_COLUMNS, "call", "n"), (thread,))
+    row = await _one(db, f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?", thread)
+    if row is None and not (messages or nodes or calls):
+        return None
+    outline = None
+    if row is not None:
+        tail = await db.execute_fetchall(
+            "SELECT id, weight, at, step, seq FROM message "
+            "WHERE thread = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+            (thread, row[8], row[11]),
+        )
+        outline = rows.outline_from_row(row, list(tail))
+    return ThreadRecords(
+        thread=thread,
+        messages=tuple(rows.stored_from_row(r) for r in messages),
+        summaries=tuple(rows.summary_from_row(r) for r in nodes),
+        outline=outline,
+        calls=tuple(records.call_from_row(r) for r in calls),
+    )
+
+
+async def _foreign(db: aiosqlite.Connection, incoming: ThreadRecords) -> dict[str, str]:
+    """The incoming message ids that the store holds in another thread, with that thread."""
+    ids = [s.message.id for s in incoming.messages]
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), 500):  # under SQLite's limit on bound values
+        chunk = ids[start : start + 500]
+        for id, thread in await db.execute_fetchall(
+            f"SELECT id, thread FROM message WHERE thread != ? AND id IN "
+            f"({', '.join('?' * len(chunk))})",
+            (incoming.thread, *chunk),
+        ):
+            found[id] = thread
+    return found
+
+
+async def _apply(db: aiosqlite.Connection, plan: records.Plan) -> None:
+    if plan.clear:
+        await db.execute("DELETE FROM summary WHERE thread = ?", (plan.thread,))
+        await db.execute("DELETE FROM search WHERE thread = ? AND message IS NULL", (plan.thread,))
+    await db.executemany(
+        f"INSERT INTO message ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [rows.loaded_message_row(s) for s in plan.messages],
+    )
+    await db.executemany(
+        f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+        [rows.summary_row(node) for node in plan.summaries],
+    )
+    await db.executemany(
+        f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?)",
+        [rows.summary_search_row(node) for node in plan.summaries],
+    )
+    await db.executemany(
+        f"INSERT INTO call ({CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        [rows.call_row(c.ask, c.model, c.n) for c in plan.calls],
+    )
+    if plan.write == "create":
+        row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)
+        await db.execute(
+            f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", row
+        )
+    elif plan.write == "update":
+        assert plan.outline is not None
+        assignments, values = rows.outline_update(plan.outline, lines_changed=True)
+        await db.execute(
+            f"UPDATE outline SET {assignments}, version = version + 1 WHERE thread = ?",
+            (*values, plan.thread),
+        )
 
 
 async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:

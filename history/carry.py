@@ -1,0 +1,312 @@
+"""Carry a history to another store: export threads to JSONL, load them elsewhere.
+
+One JSON object a line, each with its `kind`: a `chat-history` header, then per thread its
+messages (with their seq, index and weight), its summaries, its outline and its recorded calls.
+What was generated travels with the messages, so the other store never pays for it again. A
+load reads and checks the whole file first, then writes it in one transaction: what the store
+already holds as it comes is skipped, and a record that contradicts the store is refused,
+naming it, before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Literal, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from .contract import File, Message, Outline, Stored, Summary, TailItem, format_at, parse_at
+from .errors import ConflictError, InputError, NotFoundError
+from .lines import size
+from .store import Store
+from .store.records import Call, Loaded, ThreadRecords
+from .summarizer import Ask
+
+FORMAT = 1
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class HeaderLine(_Line):
+    kind: Literal["chat-history"] = "chat-history"
+    format: int = FORMAT
+
+
+class FileLine(_Line):
+    name: str
+    mime: str | None = None
+    size: int = 0
+
+
+class MessageLine(_Line):
+    kind: Literal["message"] = "message"
+    id: str
+    thread: str
+    seq: int
+    index: int | None
+    author: str
+    to: str
+    text: str
+    at: str
+    step: bool
+    files: list[FileLine]
+    weight: int
+
+
+class SummaryLine(_Line):
+    kind: Literal["summary"] = "summary"
+    thread: str
+    level: int
+    index: int
+    text: str
+    bytes: int
+    message: str | None
+    at: str
+
+
+class OutlineLine(_Line):
+    kind: Literal["outline"] = "outline"
+    thread: str
+    lines: list[tuple[int, int, int, str]]
+    """`[level, index, bytes, at]`, oldest first."""
+    bytes: int
+    boundary: int
+    since: str | None
+    cut_at: str | None
+    gone: str | None
+    tail: list[tuple[str, int, str, bool, int]]
+    """`[message id, weight, at, step, seq]`, oldest first."""
+    tokens: int
+    draining: bool
+    position: int
+
+
+class CallLine(_Line):
+    kind: Literal["call"] = "call"
+    thread: str
+    n: int
+    model: str
+    level: int
+    index: int
+    prompts: list[str]
+    answers: list[str]
+    line: str
+    outcome: Literal["fit", "cut", "fallback"]
+    input_tokens: int
+    output_tokens: int
+
+
+Record = HeaderLine | MessageLine | SummaryLine | OutlineLine | CallLine
+_RECORD: TypeAdapter[Record] = TypeAdapter(Annotated[Record, Field(discriminator="kind")])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exported:
+    """What an export wrote."""
+
+    threads: int
+    records: int
+    """Lines written, the header included."""
+
+
+async def export(store: Store, out: TextIO, thread: str | None = None) -> Exported:
+    """Write one thread (or every thread of the store) to `out` as JSONL.
+
+    Raises:
+        NotFoundError: `thread` is given and the store holds nothing of it.
+    """
+    threads = [thread] if thread is not None else await store.threads()
+    out.write(HeaderLine().model_dump_json() + "\n")
+    count, written = 1, 0
+    for name in threads:
+        records = await store.export_thread(name)
+        if records is None:
+            raise NotFoundError(f"thread {name!r} is not in the store {store.url!r}")
+        for line in record_lines(records):
+            out.write(line.model_dump_json() + "\n")
+            count += 1
+        written += 1
+    return Exported(threads=written, records=count)
+
+
+async def load(store: Store, lines: Iterable[bytes | str], *, source: str = "<input>") -> Loaded:
+    """Load JSONL records into `store` in one transaction (see `read_records`)."""
+    return await store.load_records(read_records(lines, source=source))
+
+
+def record_lines(records: ThreadRecords) -> list[Record]:
+    """A thread's records as JSONL lines: messages, summaries, outline, calls."""
+    out: list[Record] = [_message_line(s) for s in records.messages]
+    out += [
+        SummaryLine(
+            thread=n.thread, level=n.level, index=n.index, text=n.text, bytes=n.bytes,
+            message=n.message, at=format_at(n.at),
+        )
+        for n in records.summaries
+    ]  # fmt: skip
+    if records.outline is not None:
+        out.append(_outline_line(records.outline))
+    out += [
+        CallLine(
+            thread=c.ask.thread, n=c.n, model=c.model, level=c.ask.level, index=c.ask.index,
+            prompts=list(c.ask.prompts), answers=list(c.ask.answers), line=c.ask.line,
+            outcome=c.ask.outcome, input_tokens=c.ask.input_tokens,
+            output_tokens=c.ask.output_tokens,
+        )
+        for c in records.calls
+    ]  # fmt: skip
+    return out
+
+
+def read_records(lines: Iterable[bytes | str], *, source: str = "<input>") -> list[ThreadRecords]:
+    """Parse and check every JSONL line, grouped by thread in the order threads first appear.
+
+    Raises:
+        InputError: a line that is not a record, naming `source` and the line number.
+        ConflictError: two outlines of one thread at one position that differ.
+    """
+    groups: dict[str, _Group] = defaultdict(_Group)
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = _RECORD.validate_json(raw)
+            _add(groups, record)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in e['loc']) or 'line'}: {e['msg']}"
+                for e in exc.errors()[:3]
+            )
+            raise InputError(f"{source}:{number}: not a chat-history record ({problems})") from None
+        except InputError as exc:
+            raise type(exc)(f"{source}:{number}: {exc}", field=exc.field) from None
+    return [group.records(thread) for thread, group in groups.items()]
+
+
+class _Group:
+    """One thread's records as they are read."""
+
+    def __init__(self) -> None:
+        self.messages: list[Stored] = []
+        self.summaries: list[Summary] = []
+        self.outline: Outline | None = None
+        self.calls: list[Call] = []
+
+    def records(self, thread: str) -> ThreadRecords:
+        return ThreadRecords(
+            thread=thread,
+            messages=tuple(sorted(self.messages, key=lambda s: s.seq)),
+            summaries=tuple(sorted(self.summaries, key=lambda n: (n.level, n.index))),
+            outline=self.outline,
+            calls=tuple(sorted(self.calls, key=lambda c: c.n)),
+        )
+
+
+def _add(groups: dict[str, _Group], record: Record) -> None:
+    match record:
+        case HeaderLine(format=version):
+            if version != FORMAT:
+                raise InputError(f"export format {version!r} is not {FORMAT}", field="format")
+        case MessageLine():
+            groups[record.thread].messages.append(_stored(record))
+        case SummaryLine():
+            if record.bytes != size(record.text):
+                raise InputError(
+                    f"summary bytes {record.bytes!r} is not the size of its text "
+                    f"({size(record.text)})",
+                    field="bytes",
+                )
+            groups[record.thread].summaries.append(
+                Summary(
+                    thread=record.thread, level=record.level, index=record.index,
+                    text=record.text, bytes=record.bytes, message=record.message,
+                    at=parse_at(record.at),
+                )
+            )  # fmt: skip
+        case OutlineLine():
+            group = groups[record.thread]
+            group.outline = _furthest(group.outline, _outline(record))
+        case CallLine():
+            ask = Ask(
+                thread=record.thread, level=record.level, index=record.index,
+                prompts=tuple(record.prompts), answers=tuple(record.answers), line=record.line,
+                input_tokens=record.input_tokens, output_tokens=record.output_tokens,
+                outcome=record.outcome,
+            )  # fmt: skip
+            groups[record.thread].calls.append(Call(model=record.model, n=record.n, ask=ask))
+
+
+def _furthest(known: Outline | None, new: Outline) -> Outline:
+    """Of two outlines of one thread (two exports in one file), the one further along."""
+    if known is None or new.position > known.position:
+        return new
+    if new.position == known.position and new != known:
+        raise ConflictError(
+            f"the outline of thread {new.thread!r} at position {new.position} comes twice, "
+            "different",
+            field="outline",
+        )
+    return known
+
+
+def _message_line(s: Stored) -> MessageLine:
+    m = s.message
+    return MessageLine(
+        id=m.id, thread=m.thread, seq=s.seq, index=s.index, author=m.author, to=m.to,
+        text=m.text, at=format_at(m.at), step=m.step,
+        files=[FileLine(name=f.name, mime=f.mime, size=f.size) for f in m.files],
+        weight=s.weight,
+    )  # fmt: skip
+
+
+def _stored(line: MessageLine) -> Stored:
+    message = Message(
+        id=line.id, thread=line.thread, author=line.author, to=line.to, text=line.text,
+        at=parse_at(line.at), step=line.step,
+        files=tuple(File(name=f.name, mime=f.mime, size=f.size) for f in line.files),
+    )  # fmt: skip
+    if (line.index is None) != line.step:
+        raise InputError(
+            f"message {line.id!r}: a step has no index and a shared message has one, got "
+            f"step {line.step!r} with index {line.index!r}",
+            field="index",
+        )
+    return Stored(message=message, seq=line.seq, index=line.index, weight=line.weight)
+
+
+def _outline_line(o: Outline) -> OutlineLine:
+    def at(value: datetime | None) -> str | None:
+        return None if value is None else format_at(value)
+
+    return OutlineLine(
+        thread=o.thread,
+        lines=[(level, index, by, format_at(when)) for level, index, by, when in o.lines],
+        bytes=o.bytes, boundary=o.boundary, since=at(o.since), cut_at=at(o.cut_at),
+        gone=at(o.gone),
+        tail=[(t.id, t.weight, format_at(t.at), t.step, t.seq) for t in o.tail],
+        tokens=o.tokens, draining=o.draining, position=o.position,
+    )  # fmt: skip
+
+
+def _outline(line: OutlineLine) -> Outline:
+    def at(value: str | None) -> datetime | None:
+        return None if value is None else parse_at(value)
+
+    return Outline(
+        thread=line.thread,
+        epoch="",  # per store: a load gives the thread a fresh epoch
+        version=0,
+        lines=[(level, index, by, parse_at(when)) for level, index, by, when in line.lines],
+        bytes=line.bytes, boundary=line.boundary, since=at(line.since), cut_at=at(line.cut_at),
+        gone=at(line.gone),
+        tail=deque(
+            TailItem(id=id, weight=weight, at=parse_at(when), step=step, seq=seq)
+            for id, weight, when, step, seq in line.tail
+        ),
+        tokens=line.tokens, draining=line.draining, position=line.position,
+    )  # fmt: skip

@@ -1,0 +1,240 @@
+"""The commands that look after a store and its pinned calls: rebuild, export, load and stats.
+
+    chat-history rebuild THREAD [--allow-model-calls] [--dry-run] [--db PATH] [budgets]
+    chat-history export [THREAD] --out FILE [--db PATH]
+    chat-history load FILE [--db PATH]
+    chat-history stats [--thread T] [--input-price P] [--output-price P] [--json] [--db PATH]
+
+`history.cli` registers them and hands them their parsed arguments; errors are raised as
+`HistoryError`s, which the command line prints. A refused rebuild exits with status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+from .errors import InputError, NotFoundError, UnpinnedError
+from .settings import HistorySettings
+from .store import Store, open_store
+from .store.records import ThreadRecords
+
+if TYPE_CHECKING:
+    from .carry import Exported
+
+COMMANDS = ("rebuild", "export", "load", "stats")
+DEFAULT_DB = "chat-history.sqlite"
+REFUSED = 3
+"""The exit status of a rebuild refused because it would call the model."""
+
+
+def add_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    budgets: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add the four commands; `budgets` adds the `--line`, `--tail`, ... options."""
+    rebuild = commands.add_parser(
+        "rebuild",
+        help="rebuild a thread's tree and outline from its messages, replaying recorded calls",
+    )
+    rebuild.add_argument("thread")
+    rebuild.add_argument(
+        "--allow-model-calls",
+        action="store_true",
+        help="ask the model for lines that no recorded call answers (refused otherwise)",
+    )
+    rebuild.add_argument(
+        "--dry-run", action="store_true", help="count what the rebuild would do; change nothing"
+    )
+    _db(rebuild)
+    budgets(rebuild)
+
+    export = commands.add_parser(
+        "export", help="write a thread (or every thread) with its lines and calls to JSONL"
+    )
+    export.add_argument("thread", nargs="?", help="the thread (every thread when left out)")
+    export.add_argument("--out", required=True, help="the JSONL file to write, or - for stdout")
+    _db(export)
+
+    load = commands.add_parser(
+        "load", help="load an export into a store; what it holds already is skipped"
+    )
+    load.add_argument("file", type=Path)
+    _db(load)
+
+    stats = commands.add_parser("stats", help="the summarizer's calls, tokens and cost per thread")
+    stats.add_argument("--thread", help="one thread only")
+    stats.add_argument(
+        "--input-price", type=_price, default=0.0, help="price of a million input tokens (0)"
+    )
+    stats.add_argument(
+        "--output-price", type=_price, default=0.0, help="price of a million output tokens (0)"
+    )
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    _db(stats)
+
+
+def run(
+    args: argparse.Namespace, settings_of: Callable[[argparse.Namespace], HistorySettings]
+) -> int:
+    """Run one of the commands; its exit status."""
+    if args.command == "load":
+        records = _read(args.file)
+        return anyio.run(_load, args.db, records)
+    _must_exist(args.db)
+    if args.command == "rebuild":
+        settings = settings_of(args)
+        try:
+            return anyio.run(_rebuild, args, settings)
+        except UnpinnedError as exc:
+            print(f"chat-history: {exc}", file=sys.stderr)
+            return REFUSED
+    if args.command == "export":
+        return _export(args)
+    return anyio.run(_stats, args)
+
+
+def _db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db", default=DEFAULT_DB, help=f"the store: a SQLite path or a URL ({DEFAULT_DB})"
+    )
+
+
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"a price must be a number >= 0, got {text!r}")
+    return value
+
+
+def _must_exist(where: str) -> None:
+    """Refuse a SQLite path with no file, rather than create an empty store there."""
+    if "://" not in where and where != ":memory:" and not Path(where).exists():
+        raise NotFoundError(f"no store at {where!r} (give its path with --db)")
+
+
+@asynccontextmanager
+async def _opened(where: str) -> AsyncIterator[Store]:
+    store = open_store(where)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
+    from .rebuild import rebuild
+
+    async with _opened(args.db) as store:
+        done = await rebuild(
+            store,
+            args.thread,
+            settings,
+            allow_model_calls=args.allow_model_calls,
+            dry_run=args.dry_run,
+        )
+    verb = "would rebuild" if args.dry_run else "rebuilt"
+    calls = "would make" if args.dry_run else "made"
+    print(
+        f"{verb} thread {done.thread!r} from {done.messages} messages: {done.summaries} lines in "
+        f"the tree, {len(done.outline.lines)} in the outline ({done.outline.bytes} bytes); "
+        f"{done.asks} lines asked, {done.replayed} answers replayed, {calls} "
+        f"{done.model_calls} model calls"
+    )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .carry import export
+
+    async def to(out: TextIO) -> Exported:
+        async with _opened(args.db) as store:
+            return await export(store, out, args.thread)
+
+    if args.out == "-":
+        try:
+            done = anyio.run(to, sys.stdout)
+        except BrokenPipeError:  # the reader stopped early (`| head`): not an error of ours
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+    else:
+        # Written aside, then moved into place: a failed export leaves no partial file.
+        target = Path(args.out)
+        partial = target.with_name(f".{target.name}.partial")
+        try:
+            with partial.open("w", encoding="utf-8") as out:
+                done = anyio.run(to, out)
+            os.replace(partial, target)
+        except OSError as exc:
+            raise InputError(f"cannot write {args.out!r}: {exc.strerror}") from None
+        finally:
+            partial.unlink(missing_ok=True)
+    Console(stderr=True).print(
+        f"exported {done.threads} thread(s), {done.records} records", highlight=False
+    )
+    return 0
+
+
+def _read(path: Path) -> list[ThreadRecords]:
+    from .carry import read_records
+
+    try:
+        with path.open("rb") as source:
+            return read_records(source, source=str(path))
+    except OSError as exc:
+        raise InputError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+
+
+async def _load(where: str, records: list[ThreadRecords]) -> int:
+    async with _opened(where) as store:
+        done = await store.load_records(records)
+    print(
+        f"loaded {done.threads} thread(s): {done.written} records written, {done.skipped} "
+        "already stored"
+    )
+    return 0
+
+
+async def _stats(args: argparse.Namespace) -> int:
+    from .metering import usage
+
+    async with _opened(args.db) as store:
+        if args.thread is not None and await store.outline(args.thread) is None:
+            raise NotFoundError(f"thread {args.thread!r} is not in the store {args.db!r}")
+        meter = await usage(
+            store, args.thread, input_price=args.input_price, output_price=args.output_price
+        )
+    if args.json:
+        print(json.dumps(asdict(meter)))
+        return 0
+    table = Table(title="summarizer calls")
+    for column in ("thread", "calls", "input tokens", "output tokens", "cost"):
+        table.add_column(column, justify="left" if column == "thread" else "right")
+    for row in meter.threads:
+        table.add_row(
+            row.thread, f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}",
+            f"{row.cost:,.4f}",
+        )  # fmt: skip
+    table.add_section()
+    table.add_row(
+        "total", f"{meter.calls:,}", f"{meter.input_tokens:,}", f"{meter.output_tokens:,}",
+        f"{meter.cost:,.4f}", style="bold",
+    )  # fmt: skip
+    Console().print(table)
+    return 0

@@ -1,0 +1,116 @@
+"""Pinned calls: a summarizer that answers from recorded conversations (`Replay`).
+
+Every summarizer conversation is recorded in the `call` collection under a key of its exact
+request: the model key (the model's name, its settings, the instructions) and every prompt.
+A replay answers from them: a recorded conversation answers turn k of a request whose prompts
+are its first k + 1 prompts, in the same thread, so asking again gives the identical line and
+costs nothing. Only a miss reaches the model, or is refused.
+
+    calls = [c.ask for c in records.calls if c.model == history.model_key]
+    model = Replay(summarizer, calls, refuse_misses=True)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from pydantic_ai.settings import ModelSettings
+
+from .errors import ConfigurationError, UnpinnedError
+from .store.records import Call
+from .summarizer import INSTRUCTIONS, Ask, Exhausted, Reply, Summarizer, Task
+
+log = logging.getLogger(__name__)
+
+Request = tuple[str, tuple[str, ...]]
+"""A request as a replay looks it up: its thread and its prompts."""
+
+
+def model_key(name: str, settings: ModelSettings | None) -> str:
+    """The model part of every pin, as `History.model_key` holds it."""
+    return f"{name}\n{settings!r}\n{INSTRUCTIONS}"
+
+
+def pinned(calls: Iterable[Call], key: str) -> list[Ask]:
+    """The conversations among `calls` that were made under the model key `key`."""
+    return [call.ask for call in calls if call.model == key]
+
+
+class Replay:
+    """A summarizer that answers from recorded conversations and asks `inner` only on a miss.
+
+    A recorded answer comes back with no tokens (nothing was paid for it again), and a recorded
+    conversation that kept failing (outcome `fallback`) fails again the same way, so its line is
+    the same cut. The plugin records a replayed conversation once: its key is already stored.
+
+    Attributes:
+        hits: requests answered from the recorded conversations.
+        misses: requests that had no recorded answer (sent to `inner`, or refused).
+    """
+
+    def __init__(
+        self,
+        inner: Summarizer | None,
+        calls: Iterable[Ask],
+        *,
+        name: str | None = None,
+        refuse_misses: bool = False,
+    ) -> None:
+        """Index the recorded conversations.
+
+        Args:
+            inner: the model a miss is sent to; None refuses every miss.
+            calls: the recorded conversations of one model key (see `pinned`), oldest first:
+                the earliest answer to a request wins.
+            name: the model's name, part of the key of what the plugin records (the inner
+                model's name by default).
+            refuse_misses: raise UnpinnedError on a miss instead of calling `inner`.
+        """
+        if name is None:
+            if inner is None:
+                raise ConfigurationError("a replay without a model needs the model's name")
+            name = inner.name
+        self.name = name
+        self.inner = inner
+        self.refuse_misses = refuse_misses or inner is None
+        self.hits = 0
+        self.misses = 0
+        self._answers: dict[Request, str | None] = {}
+        for ask in calls:
+            self.record(ask)
+
+    def __len__(self) -> int:
+        """How many requests it can answer."""
+        return len(self._answers)
+
+    def record(self, ask: Ask) -> None:
+        """Answer from `ask` too: each turn it answered, and its failure if it kept failing."""
+        for turn, answer in enumerate(ask.answers):
+            self._answers.setdefault((ask.thread, ask.prompts[: turn + 1]), answer)
+        if ask.outcome == "fallback" and len(ask.prompts) == len(ask.answers) + 1:
+            self._answers.setdefault((ask.thread, ask.prompts), None)
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        request = (task.thread, tuple(prompts))
+        if request in self._answers:
+            self.hits += 1
+            answer = self._answers[request]
+            if answer is None:
+                raise Exhausted(
+                    f"thread {task.thread!r}: the recorded ask for node ({task.level}, "
+                    f"{task.index}) kept failing"
+                )
+            return Reply(text=answer)
+        self.misses += 1
+        if self.refuse_misses or self.inner is None:
+            raise UnpinnedError(
+                f"thread {task.thread!r}: no recorded answer for node ({task.level}, "
+                f"{task.index}), turn {len(prompts)}, and model calls are not allowed"
+            )
+        log.info(
+            "thread %r: no recorded answer for node (%d, %d); asking %r",
+            task.thread, task.level, task.index, self.inner.name,
+            extra={"chat_thread": task.thread},
+        )  # fmt: skip
+        return await self.inner.reply(task, prompts, answers)
