@@ -77,6 +77,7 @@ class History:
         pause: float = 1.0,
         max_pause: float = 60.0,
         on_ask: AskListener | None = None,
+        process: bool = True,
     ) -> None:
         """Check the settings and resolve the summarizer; nothing is opened or called yet.
 
@@ -91,6 +92,8 @@ class History:
             max_pause: the longest pause.
             on_ask: called with every finished summarizer conversation, once its batch is
                 committed (to meter or bill it).
+            process: process threads here; False only stores, and leaves the processing to
+                workers that share the store (`chat-history worker`).
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -105,6 +108,7 @@ class History:
         self._listeners: list[AskListener] = [on_ask] if on_ask else []
         self._group: TaskGroup | None = None
         self._closed = False
+        self._processing = process
         self._running: set[str] = set()
         self._dirty: set[str] = set()
         self._idle = anyio.Event()
@@ -120,8 +124,8 @@ class History:
         await self.store.open()
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
-        for thread in await self.store.behind():
-            self._schedule(thread)
+        if self._processing:
+            await self.catch_up()
         return self
 
     async def __aexit__(
@@ -152,7 +156,7 @@ class History:
         else:
             cost = weight(message, self.settings.encoding)
         stored = await self.store.add(message, cost)
-        if stored is not None:
+        if stored is not None and self._processing:
             self._schedule(message.thread, group)
         return stored
 
@@ -168,6 +172,18 @@ class History:
         self._open()
         while self._running:
             await self._idle.wait()
+
+    async def catch_up(self) -> int:
+        """Process every thread with stored messages not yet processed; how many there are.
+
+        Opening does this once; a worker that shares the store with other processes calls it
+        as it polls. A thread another process holds is left to it.
+        """
+        group = self._open()
+        behind = await self.store.behind()
+        for thread in behind:
+            self._schedule(thread, group)
+        return len(behind)
 
     def retry(self, thread: str | None = None) -> None:
         """Try failed threads again now instead of after their pause (all threads by default)."""
@@ -236,6 +252,19 @@ class History:
                 self._idle.set()
 
     async def _catch_up(self, thread: str) -> None:
+        while True:
+            async with self.store.claim(thread) as granted:
+                if not granted:  # another process holds it, and looks again when it lets go
+                    return
+                # Start from the committed outline: another process may have moved it since.
+                self._states.pop(thread, None)
+                await self._catch_up_claimed(thread)
+            # A message stored while we held the claim may have been refused it: look again.
+            state = self._states.pop(thread, None)
+            if state is None or not await self.store.pending(thread, state.position, 1):
+                return
+
+    async def _catch_up_claimed(self, thread: str) -> None:
         while True:
             state = self._states.get(thread) or await self.store.outline(thread)
             if state is None:

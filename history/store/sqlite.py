@@ -252,6 +252,11 @@ class SQLiteStore:
             )
         return [rows.ask_from_row(r) for r in found]
 
+    @asynccontextmanager
+    async def claim(self, thread: str) -> AsyncIterator[bool]:
+        """Always granted: one process owns a SQLite file, and it runs a thread in one task."""
+        yield True
+
 
 async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:
     cursor = await db.execute(sql, args)
