@@ -12,6 +12,7 @@ transaction open. A batch that fails commits nothing and is retried after a paus
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,15 +174,21 @@ class History:
         while self._running:
             await self._idle.wait()
 
-    async def catch_up(self) -> int:
-        """Process every thread with stored messages not yet processed; how many there are.
+    async def catch_up(self, *, limit: int | None = None) -> int:
+        """Process the threads with stored messages not yet processed; how many are behind.
 
-        Opening does this once; a worker that shares the store with other processes calls it
-        as it polls. A thread another process holds is left to it.
+        Opening does this once for every thread; a worker that shares the store with other
+        processes calls it as it polls, with a `limit` on the threads it works on at once (those
+        already running count), taken in random order so that the workers spread over the
+        threads. A thread another process holds is left to it.
         """
         group = self._open()
         behind = await self.store.behind()
-        for thread in behind:
+        chosen = [thread for thread in behind if thread not in self._running]
+        if limit is not None:
+            random.shuffle(chosen)
+            del chosen[max(limit - len(self._running), 0) :]
+        for thread in chosen:
             self._schedule(thread, group)
         return len(behind)
 

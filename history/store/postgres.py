@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import asyncpg
@@ -62,7 +63,9 @@ class PostgresStore:
         url: a `postgresql://` URL; its query parameters are server settings (`search_path`).
         pool: the most connections this store opens at once, besides the claims' one.
         """
-        self.url = url
+        self.url = _redacted(url)
+        """The URL without its password, for messages and logs."""
+        self._dsn = url
         self._size = pool
         self._pool: asyncpg.Pool | None = None
         self._claims: asyncpg.Connection | None = None
@@ -72,7 +75,7 @@ class PostgresStore:
 
     async def open(self) -> None:
         try:
-            self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=self._size)
+            self._pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=self._size)
         except (*_ERRORS, ValueError) as exc:
             raise StoreError(f"cannot open the PostgreSQL store {self.url!r}: {exc}") from exc
         try:
@@ -357,7 +360,7 @@ class PostgresStore:
                 raise ClosedError(f"the store {self.url!r} is closed")
             try:
                 if self._claims is None:
-                    self._claims = await asyncpg.connect(self.url)
+                    self._claims = await asyncpg.connect(self._dsn)
                 return bool(await self._claims.fetchval(sql, self._claim_space, thread))
             except _ERRORS as exc:
                 # A broken claims connection has lost every claim it held: drop it, so the
@@ -366,6 +369,14 @@ class PostgresStore:
                 if claims is not None:
                     claims.terminate()
                 raise StoreError(f"PostgreSQL store {self.url!r}: {exc}") from exc
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def _values(record: asyncpg.Record) -> tuple[Any, ...]:

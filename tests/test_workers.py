@@ -1,0 +1,107 @@
+"""Workers sharing one PostgreSQL store: real processes, compared with a single in-process run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from stores import postgres_schema
+from workers import (
+    behind,
+    conversations,
+    position,
+    ready,
+    shared_trace,
+    single_run,
+    spawn,
+    stop,
+    wait_until,
+    worker,
+    write_jsonl,
+)
+
+THREADS = ("alpha", "Alpha", "beta", "B", "émile", "zeta", "😀 room", "a b", "ß", "Ω", "m1",
+           "m10", "m2", "_x", "ÿ", "ann")  # fmt: skip
+
+
+@pytest.fixture
+def shared() -> Iterator[str]:
+    with postgres_schema() as url:
+        yield url
+
+
+def store_in(url: str, path: Path, log: Path) -> None:
+    storer = spawn("tests/workers.py", "store", url, str(path), log=log)
+    storer.wait(timeout=120)
+    assert storer.returncode == 0, log.read_text()
+
+
+def test_four_workers_process_every_thread_once_as_a_single_run_would(
+    shared: str, tmp_path: Path
+) -> None:
+    messages = conversations(THREADS, 24)
+    parts = [write_jsonl(tmp_path / f"part{k}.jsonl", messages[k::3]) for k in range(3)]
+    logs = [tmp_path / f"worker{k}.log" for k in range(4)]
+    # The workers start together on an empty database, and race to create the tables. Each
+    # takes two threads at a time, so the threads spread over the workers.
+    workers = [worker(shared, log, "--threads", "2") for log in logs]
+    try:
+        for process, log in zip(workers, logs, strict=True):
+            ready(process, log)
+        storers = [
+            spawn("tests/workers.py", "store", shared, str(part), log=tmp_path / f"{part.stem}.log")
+            for part in parts
+        ]
+        for storer, part in zip(storers, parts, strict=True):
+            storer.wait(timeout=120)
+            assert storer.returncode == 0, (tmp_path / f"{part.stem}.log").read_text()
+        wait_until(lambda: not behind(shared))
+        counters = [stop(process, log) for process, log in zip(workers, logs, strict=True)]
+    finally:
+        for process in workers:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+    reference = single_run(shared)
+    assert [o["thread"] for o in reference["outlines"]] == sorted(THREADS)
+    assert sum(len(o["lines"]) > 0 for o in reference["outlines"]) == len(THREADS)
+    assert shared_trace(shared) == reference
+    # Every message was committed by exactly one worker, and every ask once.
+    assert sum(c["processed"] for c in counters) == len(messages)
+    assert sum(c["asks"] for c in counters) == len(reference["asks"])
+    assert all(c["processed"] > 0 for c in counters), counters
+
+
+def test_a_worker_killed_mid_batch_leaves_its_threads_to_another(
+    shared: str, tmp_path: Path
+) -> None:
+    threads = ("k1", "k2")
+    messages = conversations(threads, 30, seed=11)
+    store_in(shared, write_jsonl(tmp_path / "all.jsonl", messages), tmp_path / "store.log")
+    slow_log, fast_log = tmp_path / "slow.log", tmp_path / "fast.log"
+    slow = spawn("tests/workers.py", "slow", shared, log=slow_log)
+    try:
+        wait_until(lambda: min(position(shared, t) for t in threads) >= 4)
+        slow.kill()
+        slow.wait(timeout=30)
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+            slow.wait()
+    left = {t: position(shared, t) for t in threads}
+    assert all(4 <= p < 29 for p in left.values()), (left, slow_log.read_text())
+    assert behind(shared) == list(threads)
+
+    fast = worker(shared, fast_log)
+    try:
+        ready(fast, fast_log)
+        wait_until(lambda: not behind(shared))
+        counters = stop(fast, fast_log)
+    finally:
+        if fast.poll() is None:
+            fast.kill()
+            fast.wait()
+    assert counters["processed"] == sum(29 - p for p in left.values())
+    assert shared_trace(shared) == single_run(shared)
