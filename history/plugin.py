@@ -240,7 +240,7 @@ class History:
                     pause = min(self._pause * 2 ** (failures - 1), self._max_pause)
                     log.warning(
                         "thread %r: batch failed (%s); retrying in %.1fs",
-                        thread, exc, pause, extra={"thread": thread},
+                        thread, exc, pause, extra={"chat_thread": thread},
                     )  # fmt: skip
                     if isinstance(exc, ClosedError):
                         raise
@@ -347,8 +347,9 @@ class History:
                 self.counters.fallbacks += 1
                 log.error(
                     "thread %r: the ask for node (%d, %d) failed %d times; its line is cut",
-                    task.thread, task.level, task.index, failed[key], extra={"thread": task.thread},
-                )  # fmt: skip
+                    *(task.thread, task.level, task.index, failed[key]),
+                    extra={"chat_thread": task.thread},
+                )
                 raise Exhausted(f"thread {task.thread!r}: the ask kept failing") from exc
             raise SummarizerError(f"summarizer {self.summarizer.name!r} failed: {exc!r}") from exc
         memory[key] = reply

@@ -171,8 +171,7 @@ class ModelSummarizer:
             resolved = infer_model(model)
         except ImportError as exc:
             raise ConfigurationError(
-                f"summarizer {model!r} needs its provider's package: "
-                f"pip install 'chat-history[models]' ({exc})"
+                f"summarizer {model!r} needs its provider's package ({exc})"
             ) from exc
         except Exception as exc:  # pydantic-ai's UserError: unknown model, missing key
             raise ConfigurationError(f"summarizer {model!r} cannot be used: {exc}") from exc
@@ -186,7 +185,7 @@ class ModelSummarizer:
             history.append(ModelRequest(parts=[UserPromptPart(content=prompt)]))
             history.append(ModelResponse(parts=[TextPart(content=answer)]))
         result = await self._agent.run(prompts[-1], message_history=history or None)
-        usage = result.usage()
+        usage = result.usage
         return Reply(
             text=result.output,
             input_tokens=usage.input_tokens,

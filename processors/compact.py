@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from fractions import Fraction
 
 from history.contract import Outline, Stored
 from history.settings import HistorySettings
@@ -105,13 +104,14 @@ async def fold(outline: Outline, nodes: Nodes, bounds: tuple[int, int]) -> bool:
     outline.draining = True
     lines, folded = outline.lines, False
     while outline.bytes > low:
-        best: tuple[Fraction, int] | None = None
+        best: tuple[float, int] | None = None
         for pos in range(len(lines) - 1):
             level, index, _, _ = lines[pos]
             if index % 2 or lines[pos + 1][0] != level or lines[pos + 1][1] != index + 1:
                 continue
             span = 2**level
-            due = Fraction(outline.boundary - ((index + 2) * span - 1), span)
+            # Exact: an integer over a power of two is a float with no rounding.
+            due = (outline.boundary - ((index + 2) * span - 1)) / span
             if best is not None and due <= best[0]:
                 continue
             if await nodes.get(level + 1, index // 2) is not None:

@@ -1,0 +1,148 @@
+"""A summarizer that fails never loses a message, never half-writes a batch, never stalls."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from history import Echo, Scripted
+from history.summarizer import Reply, Summarizer, Task
+from history.trace import snapshot
+
+from .conftest import message
+
+pytestmark = pytest.mark.anyio
+
+
+class Flaky:
+    """Answers like `inner`, but each request first fails (raises or hangs) a few times."""
+
+    def __init__(self, inner: Summarizer, *, seed: int, most: int = 3) -> None:
+        self.name = inner.name
+        self.inner = inner
+        self.random = random.Random(seed)
+        self.most = most
+        self.failures: Counter[tuple[str, ...]] = Counter()
+        self.answered: Counter[tuple[str, ...]] = Counter()
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        key = tuple(prompts)
+        if self.failures[key] < self.most and self.random.random() < 0.5:
+            self.failures[key] += 1
+            if self.random.random() < 0.5:
+                await anyio.sleep(10)  # past the timeout
+            raise RuntimeError("the provider is down")
+        self.answered[key] += 1
+        return await self.inner.reply(task, prompts, answers)
+
+
+def conversation(n: int, *, thread: str = "t") -> list[Any]:
+    texts = [f"{k}: " + ("details " * (k % 7) * 12 or "ok") for k in range(n)]
+    return [
+        message(k, text, thread=thread, author="Ana" if k % 2 else "north", step=k % 9 == 8)
+        for k, text in enumerate(texts)
+    ]
+
+
+async def run_trace(open_history: Any, model: Any, messages: list[Any]) -> dict[str, Any]:
+    plugin = {"timeout": 0.02, "pause": 0.0}
+    settings = {"line": 96, "tail": (60, 120), "outline": (300, 600), "kept": 2}
+    async with open_history(model=model, plugin=plugin, **settings) as run:
+        for m in messages:
+            await run.history.message_created(m)
+            await run.history.wait()
+        return await snapshot(run.history, run.asks)
+
+
+@pytest.mark.parametrize("inner", [Echo, Scripted], ids=["echo", "scripted"])
+async def test_failure_timing_does_not_change_the_trace(
+    open_history: Any, tmp_path: Any, inner: type[Summarizer]
+) -> None:
+    messages = conversation(60)
+    steady = await run_trace(open_history, inner(), messages)
+    flaky = Flaky(inner(), seed=7)
+    shaky = await run_trace(
+        lambda **kw: open_history(**kw, store=tmp_path / "shaky.sqlite"), flaky, messages
+    )
+    assert sum(flaky.failures.values()) > 10  # it really failed, raising and hanging
+    assert shaky == steady
+    assert max(flaky.answered.values()) == 1  # an answer received is never asked again
+    assert steady["asks"] and any(o["lines"] for o in steady["outlines"])
+
+
+class Broken:
+    name = "broken"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        self.calls += 1
+        raise RuntimeError("always down")
+
+
+async def test_an_ask_that_keeps_failing_falls_back_to_a_cut(open_history: Any) -> None:
+    broken = Broken()
+    long = "word " * 200
+    async with open_history(model=broken, tail=(1, 2), kept=1) as run:
+        await run.send(message(0, long), message(1, "ok"), message(2, "later"))
+        outline = await run.history.outline("t")
+        nodes = await run.history.store.summaries()
+        counters = run.history.counters
+    # Message 0's line, then its merge with message 1's line: each asked 5 times, then cut.
+    assert broken.calls == 10 and counters.failures == 10 and counters.fallbacks == 2
+    assert outline.position == 2 and outline.boundary == 2  # the thread was not stalled
+    expected = ("Ana → north: " + long.strip()).encode()[:509].decode().rstrip() + "…"
+    assert nodes[0].text == expected
+    assert [(a.level, a.outcome, a.answers) for a in run.asks] == [
+        (0, "fallback", ()),
+        (1, "fallback", ()),
+    ]
+
+
+class OnceDown:
+    """Fails the first request for message 2's line once, then answers like `scripted`."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.down = True
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        self.calls[prompts[0]] += 1
+        if task.index == 2 and self.down:
+            self.down = False
+            raise RuntimeError("blip")
+        return await Scripted().reply(task, prompts, answers)
+
+
+async def test_a_failed_batch_commits_nothing_and_is_retried_when_asked(open_history: Any) -> None:
+    model = OnceDown()
+    long = "word " * 200
+    plugin = {"pause": 3600.0}
+    async with open_history(model=model, plugin=plugin, tail=(1, 2), kept=1) as run:
+        # Messages 0..2 leave in one batch when message 3 arrives.
+        for k in range(3):
+            await run.send(message(k, long))
+        await run.history.message_created(message(3, long))
+        with anyio.move_on_after(0.3):
+            await run.history.wait()
+        outline = await run.history.outline("t")
+        assert outline.position == 2  # message 3's batch failed: nothing of it committed
+        assert {(s.level, s.index) for s in await run.history.store.summaries()} == {
+            (0, 0),
+            (0, 1),
+            (1, 0),
+        }
+        run.history.retry("t")
+        with anyio.fail_after(5):
+            await run.history.wait()
+        outline = await run.history.outline("t")
+    assert outline.position == 3 and outline.boundary == 3
+    assert all(count == 1 for prompt, count in model.calls.items() if "message 2" not in prompt)
