@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stores import KINDS, store_url
 
 from history import History, HistorySettings, Message
 from history.store import Store, open_store
 from history.summarizer import Ask
+
+from .stores import KINDS, store_url
 
 START = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

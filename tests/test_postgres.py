@@ -7,12 +7,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-from stores import postgres_schema, postgres_server, postgres_sql
 
 from history import HistorySettings, StoreError
 from history.store import open_store
 from history.store.postgres import PostgresStore
 from history.trace import simulate
+
+from .stores import postgres_schema, postgres_server, postgres_sql
 
 pytestmark = pytest.mark.anyio
 
@@ -83,11 +84,12 @@ async def test_a_search_path_naming_no_schema_is_refused() -> None:
 
 async def test_simulate_on_postgresql_gives_the_sqlite_trace(url: str) -> None:
     lines = EXAMPLE.read_bytes().split(b"\n")
+    at = "2026-11-02T10:00:00Z"
     lines += [
         b'{"event": "thread.deleted", "thread": "t"}',
-        b'{"id": "n0", "thread": "t", "author": "Bo", "text": "again", "at": "2026-11-02T10:00:00Z"}',
-        b'{"id": "u0", "thread": "U", "author": "Bo", "text": "other", "at": "2026-11-02T10:00:00Z"}',
-    ]  # fmt: skip
+        f'{{"id": "n0", "thread": "t", "author": "Bo", "text": "again", "at": "{at}"}}'.encode(),
+        f'{{"id": "u0", "thread": "U", "author": "Bo", "text": "other", "at": "{at}"}}'.encode(),
+    ]
     settings = HistorySettings(summarizer="echo", line=64, tail=(40, 80), outline=(200, 400))
     on_sqlite = await simulate(lines, settings)
     on_postgresql = await simulate(lines, settings, store=url)

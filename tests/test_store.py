@@ -6,12 +6,13 @@ from datetime import timedelta, timezone
 
 import anyio
 import pytest
-from conftest import START, message
-from stores import run_sql
 
 from history import ClosedError, ConflictError, File, Message, StoreError, Summary
 from history.store import Store, open_store
 from history.summarizer import Ask
+
+from .conftest import START, message
+from .stores import run_sql
 
 pytestmark = pytest.mark.anyio
 

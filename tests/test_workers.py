@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stores import postgres_schema
-from workers import (
+
+from .stores import postgres_schema
+from .workers import (
     behind,
     conversations,
     position,
@@ -32,7 +33,7 @@ def shared() -> Iterator[str]:
 
 
 def store_in(url: str, path: Path, log: Path) -> None:
-    storer = spawn("tests/workers.py", "store", url, str(path), log=log)
+    storer = spawn("-m", "tests.workers", "store", url, str(path), log=log)
     storer.wait(timeout=120)
     assert storer.returncode == 0, log.read_text()
 
@@ -50,7 +51,9 @@ def test_four_workers_process_every_thread_once_as_a_single_run_would(
         for process, log in zip(workers, logs, strict=True):
             ready(process, log)
         storers = [
-            spawn("tests/workers.py", "store", shared, str(part), log=tmp_path / f"{part.stem}.log")
+            spawn(
+                "-m", "tests.workers", "store", shared, str(part), log=tmp_path / f"{part.stem}.log"
+            )
             for part in parts
         ]
         for storer, part in zip(storers, parts, strict=True):
@@ -81,7 +84,7 @@ def test_a_worker_killed_mid_batch_leaves_its_threads_to_another(
     messages = conversations(threads, 30, seed=11)
     store_in(shared, write_jsonl(tmp_path / "all.jsonl", messages), tmp_path / "store.log")
     slow_log, fast_log = tmp_path / "slow.log", tmp_path / "fast.log"
-    slow = spawn("tests/workers.py", "slow", shared, log=slow_log)
+    slow = spawn("-m", "tests.workers", "slow", shared, log=slow_log)
     try:
         wait_until(lambda: min(position(shared, t) for t in threads) >= 4)
         slow.kill()

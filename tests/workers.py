@@ -1,15 +1,14 @@
 """Processes for the shared-store tests: storers, workers, a slow worker; and the traces compared.
 
-Run as a script, it is one of those processes:
+Run as a module, it is one of those processes:
 
-    python tests/workers.py store URL FILE.jsonl   # store the messages, process nothing
-    python tests/workers.py slow URL               # a worker whose summarizer takes its time
+    python -m tests.workers store URL FILE.jsonl   # store the messages, process nothing
+    python -m tests.workers slow URL               # a worker whose summarizer takes its time
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -22,12 +21,11 @@ from typing import Any
 
 import anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from history import Echo, History, HistorySettings, Message, Reply, Task
+from history.store import open_store
+from history.trace import snapshot
 
-from history import Echo, History, HistorySettings, Message, Reply, Task  # noqa: E402
-from history.store import open_store  # noqa: E402
-from history.trace import snapshot  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SETTINGS = HistorySettings(summarizer="echo", line=64, tail=(40, 80), outline=(200, 400), kept=2)
 FLAGS = ("--summarizer", "echo", "--line", "64", "--tail", "40,80", "--outline", "200,400",
@@ -73,12 +71,10 @@ def write_jsonl(path: Path, messages: Sequence[Message]) -> Path:
 
 def spawn(*args: str, log: Path) -> subprocess.Popen[str]:
     """A process of this test run: its stdout kept, its stderr (logs) in `log`."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with log.open("w") as err:
         return subprocess.Popen(
-            [sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err,
-            text=True,
-        )  # fmt: skip
+            [sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True
+        )
 
 
 def worker(url: str, log: Path, *flags: str) -> subprocess.Popen[str]:

@@ -351,7 +351,7 @@ class PostgresStore:
                 except StoreError as exc:
                     log.warning(
                         "thread %r: releasing the claim failed (%s)", thread, exc,
-                        extra={"thread": thread},
+                        extra={"chat_thread": thread},
                     )  # fmt: skip
 
     async def _on_claims(self, sql: str, thread: str) -> bool:
