@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
+
+from history import Counters, Echo, History, Reply, Task
+from history.worker import serve
 
 from .stores import postgres_schema
 from .workers import (
+    SETTINGS,
     behind,
     conversations,
     position,
@@ -108,3 +116,58 @@ def test_a_worker_killed_mid_batch_leaves_its_threads_to_another(
             fast.wait()
     assert counters["processed"] == sum(29 - p for p in left.values())
     assert shared_trace(shared) == single_run(shared)
+
+
+class Held:
+    """Echo whose replies wait until they are released."""
+
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.asked = anyio.Event()
+        self.released = anyio.Event()
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        self.asked.set()
+        await self.released.wait()
+        return await Echo().reply(task, prompts, answers)
+
+
+async def stop_serving(
+    database: str, *, signals: int, grace: float, release: bool
+) -> tuple[Counters, int]:
+    """Serve a stored thread, signal while a reply is held; the counters and the position."""
+    async with History(SETTINGS, store=database, process=False) as storing:
+        for m in conversations(("t",), 12):
+            await storing.message_created(m)
+    model = Held()
+    history = History(SETTINGS, store=database, model=model)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(serve, history, poll=0.01, grace=grace))
+            await model.asked.wait()
+            for _ in range(signals):
+                os.kill(os.getpid(), signal.SIGTERM)
+            if release:
+                await anyio.sleep(0.1)
+                model.released.set()
+    async with History(SETTINGS, store=database, process=False) as after:
+        outline = await after.outline("t")
+    assert outline is not None
+    return history.counters, outline.position
+
+
+@pytest.mark.anyio
+async def test_a_stopped_worker_finishes_its_batches_first(database: str) -> None:
+    counters, position = await stop_serving(database, signals=1, grace=10, release=True)
+    assert (counters.processed, position) == (12, 11)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("signals", "grace"), [(2, 10.0), (1, 0.1)], ids=["twice", "grace"])
+async def test_a_second_signal_or_the_end_of_the_grace_stops_a_worker_at_once(
+    database: str, signals: int, grace: float
+) -> None:
+    counters, position = await stop_serving(database, signals=signals, grace=grace, release=False)
+    # What was committed before the held reply stays; the batch that waited committed nothing.
+    assert 0 < counters.processed == position + 1 < 12
