@@ -5,9 +5,8 @@ The collections are the same SQL files as SQLite's. What several processes need 
 - a thread's `seq` is assigned under a transaction-scoped advisory lock on the thread, so two
   processes storing messages of one thread at once commit them in order with no gaps (an erase
   takes the same lock);
-- processing a thread is claimed with a session advisory lock, held on one connection per
-  process that runs no transaction; a process that dies loses its connection, and with it its
-  claims;
+- processing a thread is claimed with a session advisory lock (`claims.py`), which a process
+  that dies lets go;
 - a commit checks the outline's epoch and version (the UPDATE locks the row, so two commits of
   one thread are serialized and the second finds the version moved).
 
@@ -18,9 +17,8 @@ become StoreError here and nowhere else.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -32,12 +30,8 @@ from ..contract import Message, Outline, Stored, Summary
 from ..errors import ClosedError, ConflictError, StoreError
 from ..summarizer import Ask
 from . import rows
+from .claims import DRIVER_ERRORS, Claims, quietly
 from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SUMMARY_COLUMNS
-
-log = logging.getLogger(__name__)
-
-_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
-"""What asyncpg raises: server errors, misuse of a connection, and network failures."""
 
 _SPACES = (
     "SELECT hashtext('chat-history:seq:' || current_schema()), "
@@ -45,6 +39,9 @@ _SPACES = (
     "hashtext('chat-history:migrate:' || current_schema()), current_schema()"
 )
 """Advisory lock namespaces, one per schema: stores in other schemas of a database never meet."""
+
+CLOSE_TIMEOUT = 10.0
+"""Seconds closing waits for connections in use before it drops them."""
 
 
 class _Stale(Exception):
@@ -68,30 +65,32 @@ class PostgresStore:
         self._dsn = url
         self._size = pool
         self._pool: asyncpg.Pool | None = None
-        self._claims: asyncpg.Connection | None = None
-        self._claims_lock = anyio.Lock()
-        self._claimed: set[str] = set()
-        self._seq_space = self._claim_space = 0
+        self._claims: Claims | None = None
+        self._seq_space = 0
 
     async def open(self) -> None:
         try:
             self._pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=self._size)
-        except (*_ERRORS, ValueError) as exc:
+        except (*DRIVER_ERRORS, ValueError) as exc:
             raise StoreError(f"cannot open the PostgreSQL store {self.url!r}: {exc}") from exc
         try:
-            await self._migrate()
+            claim_space = await self._migrate()
         except BaseException:
             await self.close()
             raise
+        self._claims = Claims(self._dsn, url=self.url, space=claim_space)
 
     async def close(self) -> None:
         claims, self._claims = self._claims, None
         pool, self._pool = self._pool, None
         with anyio.CancelScope(shield=True):
             if claims is not None:
-                await _quietly(claims.close())
+                await claims.close()
             if pool is not None:
-                await _quietly(pool.close())
+                with anyio.move_on_after(CLOSE_TIMEOUT) as waited:
+                    await quietly(pool.close())
+                if waited.cancelled_caught:
+                    pool.terminate()
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:
@@ -100,7 +99,7 @@ class PostgresStore:
         try:
             async with self._pool.acquire() as db:
                 yield db
-        except _ERRORS as exc:
+        except DRIVER_ERRORS as exc:
             raise StoreError(f"PostgreSQL store {self.url!r}: {exc}") from exc
 
     @asynccontextmanager
@@ -112,33 +111,34 @@ class PostgresStore:
         """Serialize writers of one thread's rows (its next seq, its erase) until commit."""
         await db.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", self._seq_space, thread)
 
-    async def _migrate(self) -> None:
+    async def _migrate(self) -> int:
+        """Apply the missing steps; the key space of this schema's claims."""
         async with self._read() as db:
             spaces = await db.fetchrow(_SPACES)
             if spaces is None or spaces[3] is None:
                 raise StoreError(f"{self.url!r}: the search_path names no schema that exists")
-            self._seq_space, self._claim_space, migrate_space, schema = spaces
+            self._seq_space, claim_space, migrate_space, schema = spaces
             tables = {r[0] for r in await db.fetch(
                 "SELECT tablename FROM pg_tables WHERE schemaname = $1", schema)}  # fmt: skip
         if tables and "migration" not in tables:
             raise StoreError(
                 f"{self.url!r} is not a chat-history database (tables: {sorted(tables)})"
             )
-        known = {name for name, _ in rows.MIGRATIONS}
-        # Every step checks and applies under one lock, so workers that start together on a
-        # fresh database apply each step once.
-        for name, filename in (("", ""), *rows.MIGRATIONS):
+        # Each step is checked and applied under one lock, so that workers starting together on
+        # an empty database apply it once.
+        lock = "SELECT pg_advisory_xact_lock($1)"
+        async with self._write() as db:
+            await db.execute(lock, migrate_space)
+            await db.execute(rows.MIGRATION_TABLE)
+            done = {r[0] for r in await db.fetch("SELECT name FROM migration")}
+        unknown = done - {name for name, _ in rows.MIGRATIONS}
+        if unknown:
+            raise StoreError(f"{self.url!r} was written by a newer chat-history: {sorted(unknown)}")
+        for name, filename in rows.MIGRATIONS:
+            if name in done:
+                continue
             async with self._write() as db:
-                await db.execute("SELECT pg_advisory_xact_lock($1)", migrate_space)
-                if not name:
-                    await db.execute(rows.MIGRATION_TABLE)
-                    done = {r[0] for r in await db.fetch("SELECT name FROM migration")}
-                    if done - known:
-                        raise StoreError(
-                            f"{self.url!r} was written by a newer chat-history: "
-                            f"{sorted(done - known)}"
-                        )
-                    continue
+                await db.execute(lock, migrate_space)
                 if await db.fetchval("SELECT 1 FROM migration WHERE name = $1", name):
                     continue
                 for statement in rows.statements(filename):
@@ -148,6 +148,7 @@ class PostgresStore:
                     name,
                     datetime.now(UTC).isoformat(),
                 )
+        return int(claim_space)
 
     async def add(self, message: Message, weight: int) -> Stored | None:
         while True:
@@ -325,50 +326,10 @@ class PostgresStore:
             )
         return [rows.ask_from_row(_values(r)) for r in found]
 
-    @asynccontextmanager
-    async def claim(self, thread: str) -> AsyncIterator[bool]:
-        """Hold the thread for processing: True when this process got it, False when it is held.
-
-        The lock is a session advisory lock on a connection kept for claims (it runs no
-        transaction); it is re-entrant within a session, so claims of this process are also
-        kept in a set.
-        """
-        if thread in self._claimed:
-            yield False
-            return
-        granted = await self._on_claims("SELECT pg_try_advisory_lock($1, hashtext($2))", thread)
-        if not granted:
-            yield False
-            return
-        self._claimed.add(thread)
-        try:
-            yield True
-        finally:
-            self._claimed.discard(thread)
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._on_claims("SELECT pg_advisory_unlock($1, hashtext($2))", thread)
-                except StoreError as exc:
-                    log.warning(
-                        "thread %r: releasing the claim failed (%s)", thread, exc,
-                        extra={"chat_thread": thread},
-                    )  # fmt: skip
-
-    async def _on_claims(self, sql: str, thread: str) -> bool:
-        async with self._claims_lock:
-            if self._pool is None:
-                raise ClosedError(f"the store {self.url!r} is closed")
-            try:
-                if self._claims is None:
-                    self._claims = await asyncpg.connect(self._dsn)
-                return bool(await self._claims.fetchval(sql, self._claim_space, thread))
-            except _ERRORS as exc:
-                # A broken claims connection has lost every claim it held: drop it, so the
-                # next claim starts a new session (commits still check versions meanwhile).
-                claims, self._claims = self._claims, None
-                if claims is not None:
-                    claims.terminate()
-                raise StoreError(f"PostgreSQL store {self.url!r}: {exc}") from exc
+    def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
+        if self._claims is None:
+            raise ClosedError(f"the store {self.url!r} is closed")
+        return self._claims.claim(thread)
 
 
 def _redacted(url: str) -> str:
@@ -387,10 +348,3 @@ def _numbered(sql: str) -> str:
     """`a = ?, b = ?` in asyncpg's style: `a = $1, b = $2` (the SQL holds no `?` otherwise)."""
     parts = sql.split("?")
     return "".join(f"{part}${k}" for k, part in enumerate(parts[:-1], start=1)) + parts[-1]
-
-
-async def _quietly(closing: Any) -> None:
-    try:
-        await closing
-    except _ERRORS as exc:
-        log.warning("closing a PostgreSQL connection failed: %s", exc)
