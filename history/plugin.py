@@ -93,8 +93,8 @@ class History:
             max_pause: the longest pause.
             on_ask: called with every finished summarizer conversation, once its batch is
                 committed (to meter or bill it).
-            process: process threads here; False only stores, and leaves the processing to
-                workers that share the store (`chat-history worker`).
+            process: process threads here; False only stores (and `wait` returns at once),
+                leaving the processing to workers that share the store (`chat-history worker`).
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
