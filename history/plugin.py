@@ -23,8 +23,8 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic_ai.models import Model
 
-from .contract import Message, Outline, Stored
-from .errors import ClosedError, StoreError, SummarizerError
+from .contract import Message, Outline, Stored, Summary
+from .errors import ClosedError, InputError, StoreError, SummarizerError
 from .processors.compact import Vanished, compact
 from .processors.erase import erase
 from .processors.summarize import Nodes
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 FAILED_ASKS_BEFORE_FALLBACK = 5
 BATCH = 256
+NODE_CACHE = 4096
 LARGE_TEXT = 100_000
 """Texts longer than this are weighed on a worker thread, so the event loop keeps serving."""
 
@@ -116,6 +117,9 @@ class History:
         self._idle.set()
         self._wake: dict[str, anyio.Event] = {}
         self._states: dict[str, Outline] = {}
+        # What a thread's worker already read: committed nodes, and the tail's messages.
+        self._nodes: dict[str, dict[tuple[int, int], Summary | None]] = {}
+        self._recent: dict[str, dict[str, Stored]] = {}
         self._answers: dict[str, dict[tuple[str, ...], Reply | None]] = {}
         self._failed: dict[str, dict[tuple[str, ...], int]] = {}
 
@@ -152,6 +156,8 @@ class History:
         message and ConflictError for a known id with other content.
         """
         group = self._open()
+        if not isinstance(message, Message):
+            raise InputError(f"message_created takes a Message, got {message!r}")
         if len(message.text) > LARGE_TEXT:
             cost = await anyio.to_thread.run_sync(weight, message, self.settings.encoding)
         else:
@@ -164,6 +170,8 @@ class History:
     async def thread_deleted(self, thread: str) -> bool:
         """Erase a thread: its messages, lines, outline and calls. True when it held anything."""
         self._open()
+        if not isinstance(thread, str) or not thread:
+            raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
         erased = await erase(self.store, thread)
         self._forget(thread)
         return erased
@@ -225,6 +233,8 @@ class History:
 
     def _forget(self, thread: str) -> None:
         self._states.pop(thread, None)
+        self._nodes.pop(thread, None)
+        self._recent.pop(thread, None)
         self._answers.pop(thread, None)
         self._failed.pop(thread, None)
 
@@ -263,13 +273,32 @@ class History:
             async with self.store.claim(thread) as granted:
                 if not granted:  # another process holds it, and looks again when it lets go
                     return
-                # Start from the committed outline: another process may have moved it since.
-                self._states.pop(thread, None)
+                await self._refresh(thread)
                 await self._catch_up_claimed(thread)
             # A message stored while we held the claim may have been refused it: look again.
-            state = self._states.pop(thread, None)
+            state = self._states.get(thread)
             if state is None or not await self.store.pending(thread, state.position, 1):
                 return
+
+    async def _refresh(self, thread: str) -> None:
+        """Start a claim from the committed outline: another process may have moved it since.
+
+        What this process read of the thread stays only if nobody else committed (or erased
+        and reused the id) in between.
+        """
+        known = self._states.get(thread)
+        state = await self.store.outline(thread)
+        if (
+            state is None
+            or known is None
+            or (state.epoch, state.version) != (known.epoch, known.version)
+        ):
+            self._nodes.pop(thread, None)
+            self._recent.pop(thread, None)
+        if state is None:
+            self._states.pop(thread, None)
+        else:
+            self._states[thread] = state
 
     async def _catch_up_claimed(self, thread: str) -> None:
         while True:
@@ -280,20 +309,38 @@ class History:
             if not batch:
                 self._states[thread] = state
                 return
+            recent = self._recent.setdefault(thread, {})
             for stored in batch:
+                recent[stored.message.id] = stored
                 try:
                     state = self._states[thread] = await self._process(state, stored)
                 except _Stale:
-                    self._states.pop(thread, None)
+                    self._forget(thread)
                     break
+                if len(recent) > len(state.tail):
+                    whole = {item.id for item in state.tail}
+                    self._recent[thread] = recent = {
+                        id: s for id, s in recent.items() if id in whole
+                    }
 
     async def _process(self, state: Outline, stored: Stored) -> Outline:
         """Process one message: model calls first, then one transaction with a version check."""
+        thread = state.thread
         work = state.copy()
+        known = self._nodes.setdefault(thread, {})
+        if len(known) > NODE_CACHE:
+            known.clear()
         nodes = Nodes(
-            state.thread, lambda level, index: self.store.summary(state.thread, level, index)
+            thread,
+            lambda level, index: self.store.summary(thread, level, index),
+            boundary=state.boundary,
+            known=known,
         )
+        recent = self._recent.get(thread, {})
         asks: list[Ask] = []
+
+        async def read(id: str) -> Stored | None:
+            return recent.get(id) or await self.store.message(id)
 
         async def write_line(task: Task) -> str:
             ask = await write(task, self._ask, limit=self.settings.line, tries=self.settings.tries)
@@ -301,9 +348,7 @@ class History:
             return ask.line
 
         try:
-            change = await compact(
-                work, stored, nodes, write_line, self.store.message, self.settings
-            )
+            change = await compact(work, stored, nodes, write_line, read, self.settings)
         except Vanished:
             raise _Stale from None
         committed = await self.store.commit(
@@ -313,6 +358,7 @@ class History:
         if not committed:
             raise _Stale
         work.version = state.version + 1
+        nodes.settle()
         self._answers.pop(state.thread, None)
         self._failed.pop(state.thread, None)
         self.counters.processed += 1

@@ -19,23 +19,46 @@ NodeReader = Callable[[int, int], Awaitable[Summary | None]]
 
 
 class Nodes:
-    """The tree as one batch sees it: what is stored, plus what the batch has written so far."""
+    """The tree as one batch sees it: what is stored, plus what the batch has written so far.
 
-    def __init__(self, thread: str, read: NodeReader) -> None:
+    `known` may be shared across batches of a thread: it caches committed nodes, while the
+    batch's own writes stay apart until `settle()` after its commit. `boundary` is the committed
+    outline's: a batch commits its nodes with its outline, so no stored node covers a message
+    at or past it, and those are known absent without asking the store.
+    """
+
+    def __init__(
+        self,
+        thread: str,
+        read: NodeReader,
+        *,
+        boundary: int | None = None,
+        known: dict[tuple[int, int], Summary | None] | None = None,
+    ) -> None:
         self.thread = thread
         self.written: list[Summary] = []
         self._read = read
-        self._known: dict[tuple[int, int], Summary | None] = {}
+        self._boundary = boundary
+        self._known = {} if known is None else known
+        self._batch: dict[tuple[int, int], Summary] = {}
 
     async def get(self, level: int, index: int) -> Summary | None:
         key = (level, index)
+        if key in self._batch:
+            return self._batch[key]
+        if self._boundary is not None and (index + 1) * 2**level > self._boundary:
+            return None
         if key not in self._known:
             self._known[key] = await self._read(level, index)
         return self._known[key]
 
     def put(self, node: Summary) -> None:
-        self._known[(node.level, node.index)] = node
+        self._batch[(node.level, node.index)] = node
         self.written.append(node)
+
+    def settle(self) -> None:
+        """The batch committed: its nodes are stored now."""
+        self._known.update(self._batch)
 
 
 def ruler(limit: int) -> str:

@@ -162,3 +162,11 @@ async def test_a_database_that_is_not_ours_is_refused(tmp_path: Any) -> None:
     with pytest.raises(StoreError, match="not a chat-history database"):
         async with History(HistorySettings(summarizer="echo"), store=path):
             pass
+
+
+async def test_the_plugin_refuses_what_is_not_a_message_or_a_thread(open_history: Any) -> None:
+    async with open_history() as run:
+        with pytest.raises(InputError, match="takes a Message"):
+            await run.history.message_created({"id": "1"})  # type: ignore[arg-type]
+        with pytest.raises(InputError, match="thread"):
+            await run.history.thread_deleted("")

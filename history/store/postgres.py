@@ -27,7 +27,7 @@ import anyio
 import asyncpg
 
 from ..contract import Message, Outline, Stored, Summary
-from ..errors import ClosedError, ConflictError, StoreError
+from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
 from . import rows
 from .claims import DRIVER_ERRORS, Claims, quietly
@@ -44,12 +44,14 @@ CLOSE_TIMEOUT = 10.0
 """Seconds closing waits for connections in use before it drops them."""
 
 
+def _numbered(sql: str) -> str:
+    """`a = ?, b = ?` in asyncpg's style: `a = $1, b = $2` (the SQL holds no `?` otherwise)."""
+    parts = sql.split("?")
+    return "".join(f"{part}${k}" for k, part in enumerate(parts[:-1], start=1)) + parts[-1]
+
+
 class _Stale(Exception):
     """The outline changed under a batch: roll back, and tell the caller to redo."""
-
-
-class _Raced(Exception):
-    """Another thread's message took this id between our look and our insert: look again."""
 
 
 class PostgresStore:
@@ -151,46 +153,30 @@ class PostgresStore:
         return int(claim_space)
 
     async def add(self, message: Message, weight: int) -> Stored | None:
-        while True:
-            try:
-                return await self._add(message, weight)
-            except _Raced:
-                continue
-
-    async def _add(self, message: Message, weight: int) -> Stored | None:
         async with self._write() as db:
+            # Under the thread's lock, two processes storing its messages at once take its next
+            # seq in turn.
             await self._lock_thread(db, message.thread)
-            found = await db.fetchrow(
-                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = $1", message.id
+            placed = await db.fetchrow(
+                _numbered(rows.INSERT_MESSAGE), *rows.insert_message_args(message, weight)
             )
-            if found is not None:
-                stored = rows.stored_from_row(_values(found))
-                if stored.message.content == message.content:
-                    return None
-                raise ConflictError(
-                    f"message id {message.id!r} is already stored with other content "
-                    f"(thread {stored.message.thread!r}); the stored message is kept",
-                    field="id",
+            if placed is None:
+                # ON CONFLICT waited for any other writer of the id: its row is committed now.
+                found = await db.fetchrow(
+                    f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = $1", message.id
                 )
-            seq, index = await db.fetchrow(
-                "SELECT coalesce(max(seq), -1) + 1, coalesce(max(idx), -1) + 1 "
-                "FROM message WHERE thread = $1",
-                message.thread,
-            ) or (0, 0)
-            index = None if message.step else index
-            status = await db.execute(
-                f"INSERT INTO message ({MESSAGE_COLUMNS}) "
-                "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) ON CONFLICT (id) DO NOTHING",
-                *rows.message_row(message, seq, index, weight),
-            )
-            if status != "INSERT 0 1":
-                raise _Raced
-            await db.execute(
-                f"INSERT INTO outline ({OUTLINE_COLUMNS}) "
-                "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) "
-                "ON CONFLICT (thread) DO NOTHING",
-                *rows.new_outline_row(message.thread),
-            )
+                if found is None:
+                    raise StoreError(f"message id {message.id!r} conflicted, then vanished")
+                rows.check_redelivery(message, rows.stored_from_row(_values(found)))
+                return None
+            seq, index = placed
+            if seq == 0:
+                await db.execute(
+                    f"INSERT INTO outline ({OUTLINE_COLUMNS}) "
+                    "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) "
+                    "ON CONFLICT (thread) DO NOTHING",
+                    *rows.new_outline_row(message.thread),
+                )
         return Stored(message=message, seq=seq, index=index, weight=weight)
 
     async def outline(self, thread: str) -> Outline | None:
@@ -261,18 +247,20 @@ class PostgresStore:
         lines_changed: bool,
     ) -> bool:
         assignments, values = rows.outline_update(after, lines_changed=lines_changed)
-        assignments = _numbered(assignments)
-        n = len(values)
+        # The UPDATE locks the outline row: a concurrent commit of the thread waits, then finds
+        # the version moved and matches nothing.
+        update = _numbered(
+            f"UPDATE outline SET {assignments}, version = version + 1 "
+            "WHERE thread = ? AND epoch = ? AND version = ?"
+        )
+        args = (*values, before.thread, before.epoch, before.version)
+        if not written and not asks:
+            # Most messages only join the tail: one statement is its own transaction.
+            async with self._read() as db:
+                return await db.execute(update, *args) == "UPDATE 1"
         try:
             async with self._write() as db:
-                # The UPDATE locks the outline row: a concurrent commit of the thread waits,
-                # then finds the version moved and matches nothing.
-                status = await db.execute(
-                    f"UPDATE outline SET {assignments}, version = version + 1 "
-                    f"WHERE thread = ${n + 1} AND epoch = ${n + 2} AND version = ${n + 3}",
-                    *values, before.thread, before.epoch, before.version,
-                )  # fmt: skip
-                if status != "UPDATE 1":
+                if await db.execute(update, *args) != "UPDATE 1":
                     raise _Stale
                 if written:
                     await db.executemany(
@@ -307,11 +295,14 @@ class PostgresStore:
 
     async def threads(self) -> list[str]:
         async with self._read() as db:
+            # A thread's outline row is written in the transaction of its first message, so
+            # the outlines name every thread (and far fewer rows than the messages do).
             found = await db.fetch('SELECT thread FROM outline ORDER BY thread COLLATE "C"')
         return [r[0] for r in found]
 
     async def behind(self) -> list[str]:
         async with self._read() as db:
+            # Each outline row is checked against the (thread, seq) index: workers poll this.
             found = await db.fetch(
                 "SELECT o.thread FROM outline o WHERE EXISTS (SELECT 1 FROM message m "
                 'WHERE m.thread = o.thread AND m.seq > o.position) ORDER BY o.thread COLLATE "C"'
@@ -342,9 +333,3 @@ def _redacted(url: str) -> str:
 
 def _values(record: asyncpg.Record) -> tuple[Any, ...]:
     return tuple(record.values())
-
-
-def _numbered(sql: str) -> str:
-    """`a = ?, b = ?` in asyncpg's style: `a = $1, b = $2` (the SQL holds no `?` otherwise)."""
-    parts = sql.split("?")
-    return "".join(f"{part}${k}" for k, part in enumerate(parts[:-1], start=1)) + parts[-1]

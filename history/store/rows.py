@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import Entry, File, Message, Outline, Stored, Summary, TailItem, format_at
+from ..errors import ConflictError
 from ..summarizer import Ask
 
 COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"
@@ -54,12 +55,33 @@ def when(at: datetime | None) -> str | None:
     return None if at is None else format_at(at)
 
 
-def message_row(message: Message, seq: int, index: int | None, weight: int) -> tuple[Any, ...]:
+INSERT_MESSAGE = f"""
+INSERT INTO message ({MESSAGE_COLUMNS})
+SELECT ?, ?, coalesce(max(seq), -1) + 1, CASE WHEN ? THEN NULL ELSE coalesce(max(idx), -1) + 1 END,
+       ?, ?, ?, ?, ?, ?, ?
+FROM message WHERE thread = ?
+ON CONFLICT (id) DO NOTHING
+RETURNING seq, idx
+"""
+"""Store a message with its thread's next seq (and idx, when shared): None back for a known id."""
+
+
+def insert_message_args(message: Message, weight: int) -> tuple[Any, ...]:
     m = message
     return (
-        m.id, m.thread, seq, index, m.author, m.to, m.text, format_at(m.at), m.step,
-        m.files_json(), weight,
+        m.id, m.thread, m.step, m.author, m.to, m.text, format_at(m.at), m.step, m.files_json(),
+        weight, m.thread,
     )  # fmt: skip
+
+
+def check_redelivery(message: Message, stored: Stored) -> None:
+    """A known id is fine with the same content (ignored); other content is a ConflictError."""
+    if stored.message.content != message.content:
+        raise ConflictError(
+            f"message id {message.id!r} is already stored with other content "
+            f"(thread {stored.message.thread!r}); the stored message is kept",
+            field="id",
+        )
 
 
 def stored_from_row(row: Sequence[Any]) -> Stored:

@@ -16,7 +16,7 @@ import aiosqlite
 import anyio
 
 from ..contract import Message, Outline, Stored, Summary
-from ..errors import ClosedError, ConflictError, StoreError
+from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
 from . import rows
 from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SUMMARY_COLUMNS
@@ -100,42 +100,40 @@ class SQLiteStore:
                 )
 
     async def add(self, message: Message, weight: int) -> Stored | None:
-        async with self._write() as db:
-            found = await _one(
-                db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", message.id
-            )
-            if found is not None:
-                stored = rows.stored_from_row(found)
-                if stored.message.content == message.content:
-                    return None
-                raise ConflictError(
-                    f"message id {message.id!r} is already stored with other content "
-                    f"(thread {stored.message.thread!r}); the stored message is kept",
-                    field="id",
+        # One statement, so its own transaction: the thread's next seq and idx, or nothing for
+        # an id already stored.
+        async with self._read() as db:
+            placed = await _one(db, rows.INSERT_MESSAGE, *rows.insert_message_args(message, weight))
+            if placed is None:
+                found = await _one(
+                    db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", message.id
                 )
-            seq, index = await _one(
-                db,
-                "SELECT coalesce(max(seq), -1) + 1, coalesce(max(idx), -1) + 1 "
-                "FROM message WHERE thread = ?",
-                message.thread,
-            ) or (0, 0)
-            index = None if message.step else index
-            await db.execute(
-                f"INSERT INTO message ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                rows.message_row(message, seq, index, weight),
-            )
-            await db.execute(
-                f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT (thread) DO NOTHING",
-                rows.new_outline_row(message.thread),
-            )
+                rows.check_redelivery(message, rows.stored_from_row(found))
+                return None
+            seq, index = placed
+            if seq == 0:
+                await self._create_outline(db, message.thread)
         return Stored(message=message, seq=seq, index=index, weight=weight)
+
+    async def _create_outline(self, db: aiosqlite.Connection, thread: str) -> None:
+        """A thread's outline row, with a fresh epoch; created with its first message, or by
+        the first reader after a crash came between the two."""
+        await db.execute(
+            f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT (thread) DO NOTHING",
+            rows.new_outline_row(thread),
+        )
 
     async def outline(self, thread: str) -> Outline | None:
         async with self._read() as db:
             row = await _one(db, f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?", thread)
             if row is None:
-                return None
+                if await _one(db, "SELECT 1 FROM message WHERE thread = ? LIMIT 1", thread) is None:
+                    return None
+                await self._create_outline(db, thread)
+                row = await _one(
+                    db, f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?", thread
+                )
             start, position = row[8], row[11]
             tail = await db.execute_fetchall(
                 "SELECT id, weight, at, step, seq FROM message "
@@ -195,13 +193,19 @@ class SQLiteStore:
         lines_changed: bool,
     ) -> bool:
         assignments, values = rows.outline_update(after, lines_changed=lines_changed)
+        update = (
+            f"UPDATE outline SET {assignments}, version = version + 1 "
+            "WHERE thread = ? AND epoch = ? AND version = ?"
+        )
+        args = (*values, before.thread, before.epoch, before.version)
+        if not written and not asks:
+            # Most messages only join the tail: one statement is its own transaction.
+            async with self._read() as db:
+                cursor = await db.execute(update, args)
+            return cursor.rowcount == 1
         try:
             async with self._write() as db:
-                cursor = await db.execute(
-                    f"UPDATE outline SET {assignments}, version = version + 1 "
-                    "WHERE thread = ? AND epoch = ? AND version = ?",
-                    (*values, before.thread, before.epoch, before.version),
-                )
+                cursor = await db.execute(update, args)
                 if cursor.rowcount != 1:
                     raise _Stale
                 await db.executemany(
@@ -233,14 +237,15 @@ class SQLiteStore:
 
     async def threads(self) -> list[str]:
         async with self._read() as db:
-            found = await db.execute_fetchall("SELECT thread FROM outline ORDER BY thread")
+            found = await db.execute_fetchall("SELECT DISTINCT thread FROM message ORDER BY thread")
         return [r[0] for r in found]
 
     async def behind(self) -> list[str]:
         async with self._read() as db:
             found = await db.execute_fetchall(
-                "SELECT o.thread FROM outline o WHERE EXISTS (SELECT 1 FROM message m "
-                "WHERE m.thread = o.thread AND m.seq > o.position) ORDER BY o.thread"
+                "SELECT DISTINCT m.thread FROM message m "
+                "LEFT JOIN outline o ON o.thread = m.thread "
+                "WHERE o.thread IS NULL OR m.seq > o.position ORDER BY m.thread"
             )
         return [r[0] for r in found]
 
@@ -259,5 +264,5 @@ class SQLiteStore:
 
 
 async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:
-    cursor = await db.execute(sql, args)
-    return await cursor.fetchone()
+    found = await db.execute_fetchall(sql, args)
+    return next(iter(found), None)
