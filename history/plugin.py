@@ -273,9 +273,12 @@ class History:
             async with self.store.claim(thread) as granted:
                 if not granted:  # another process holds it, and looks again when it lets go
                     return
-                await self._refresh(thread)
+                if self.store.shared:
+                    await self._refresh(thread)
                 await self._catch_up_claimed(thread)
-            # A message stored while we held the claim may have been refused it: look again.
+            if not self.store.shared:
+                return
+            # Another process that stored a message while we held the claim was refused it.
             state = self._states.get(thread)
             if state is None or not await self.store.pending(thread, state.position, 1):
                 return

@@ -21,6 +21,8 @@ class Store(Protocol):
     """What the plugin needs from a database. One contract test suite runs against each."""
 
     url: str
+    shared: bool
+    """Other processes may process the same threads: each claim starts from what is committed."""
 
     async def open(self) -> None:
         """Connect and apply any migration not yet recorded."""

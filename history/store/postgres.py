@@ -57,6 +57,8 @@ class _Stale(Exception):
 class PostgresStore:
     """The collections in a PostgreSQL database, shared by every process that opens it."""
 
+    shared = True
+
     def __init__(self, url: str, *, pool: int = 10) -> None:
         """Args:
         url: a `postgresql://` URL; its query parameters are server settings (`search_path`).

@@ -29,6 +29,8 @@ class _Stale(Exception):
 class SQLiteStore:
     """The collections in one SQLite file (or `:memory:`)."""
 
+    shared = False
+
     def __init__(self, path: str) -> None:
         self.url = path
         self._db: aiosqlite.Connection | None = None
