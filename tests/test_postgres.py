@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from history import HistorySettings, StoreError
+from history import History, HistorySettings, StoreError
 from history.store import open_store
 from history.store.postgres import PostgresStore
-from history.trace import simulate
+from history.summarizer import Ask
+from history.trace import simulate, snapshot
 
+from .conftest import message
 from .stores import postgres_schema, postgres_server, postgres_sql
+from .workers import SETTINGS
 
 pytestmark = pytest.mark.anyio
 
@@ -96,3 +100,35 @@ async def test_simulate_on_postgresql_gives_the_sqlite_trace(url: str) -> None:
     assert on_postgresql == on_sqlite
     assert [o["thread"] for o in on_sqlite["outlines"]] == ["U", "t"]
     assert len(on_sqlite["asks"]) > 0
+
+
+async def test_a_thread_erased_and_refilled_by_another_process_is_read_afresh(url: str) -> None:
+    old = [message(k, f"the old plan, part {k}, " * 3) for k in range(10)]
+    new = [message(k, f"a new plan, step {k}, " * 3, author="Bo") for k in range(10)]
+    later = [message(k, f"and then {k}, " * 4) for k in range(10, 14)]
+    mine: list[Ask] = []
+    async with History(SETTINGS, store=url) as one:
+        for m in old:
+            await one.message_created(m)
+        await one.wait()
+        one.subscribe(mine.append)
+        asked = one.counters.requests
+        async with History(SETTINGS, store=url) as other:
+            await other.thread_deleted("t")
+            for m in new:
+                await other.message_created(m)
+            await other.wait()
+        for m in later:
+            await one.message_created(m)
+        await one.wait()
+        got = await snapshot(one, await one.store.calls())
+    # Nothing was asked on the strength of what the other process had replaced.
+    assert one.counters.requests - asked == sum(len(a.prompts) for a in mine) > 0
+    asks: list[Ask] = []
+    async with History(SETTINGS, store=":memory:", on_ask=asks.append) as single:
+        for m in new + later:
+            await single.message_created(m)
+        await single.wait()
+        expected = await snapshot(single, asks)
+    assert got == expected
+    assert "old plan" not in json.dumps(got)
