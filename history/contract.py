@@ -55,11 +55,10 @@ class File:
         if not isinstance(value, Mapping):
             raise InputError(f"a file must be an object, got {value!r}", field="files")
         name = value.get("name")
-        size = value.get("size")
         return cls(
             name=name if isinstance(name, str) else _wrong("files.name", name, "a string"),
             mime=_optional_text("files.mime", value.get("mime")),
-            size=0 if size is None else size,
+            size=value.get("size", 0),
         )
 
 
@@ -93,6 +92,7 @@ class Message:
         _text("text", self.text)
         if not isinstance(self.at, datetime) or self.at.utcoffset() is None:
             raise InputError(f"at must be a timezone-aware datetime, got {self.at!r}", field="at")
+        parse_at(self.at)
         if not isinstance(self.step, bool):
             raise InputError(f"step must be a boolean, got {self.step!r}", field="step")
         if not isinstance(self.files, tuple) or not all(isinstance(f, File) for f in self.files):
@@ -173,6 +173,10 @@ def parse_at(value: object) -> datetime:
             ) from None
     if not isinstance(value, datetime) or value.utcoffset() is None:
         raise InputError(f"at must be ISO 8601 with an offset, got {value!r}", field="at")
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        raise InputError(f"at is out of range in UTC: {value!r}", field="at") from None
     return value
 
 
