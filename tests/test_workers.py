@@ -78,6 +78,7 @@ def test_four_workers_process_every_thread_once_as_a_single_run_would(
     reference = single_run(shared)
     assert [o["thread"] for o in reference["outlines"]] == sorted(THREADS)
     assert sum(len(o["lines"]) > 0 for o in reference["outlines"]) == len(THREADS)
+    assert max(s["level"] for s in reference["summaries"]) >= 2 and reference["asks"]
     assert shared_trace(shared) == reference
     # Every message was committed by exactly one worker, and every ask once.
     assert sum(c["processed"] for c in counters) == len(messages)
