@@ -116,7 +116,7 @@ def _worker(args: argparse.Namespace) -> int:
     from .worker import serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    history = History(settings_of(args), store=args.db, concurrency=args.concurrency)
+    history = History(settings_of(args), store=args.db, concurrency=args.concurrency, process=False)
     anyio.run(lambda: serve(history, poll=args.poll, grace=args.grace, threads=args.threads))
     counters = dataclasses.asdict(history.counters)
     if args.json:

@@ -94,8 +94,9 @@ class History:
             max_pause: the longest pause.
             on_ask: called with every finished summarizer conversation, once its batch is
                 committed (to meter or bill it).
-            process: process threads here; False only stores (and `wait` returns at once),
-                leaving the processing to workers that share the store (`chat-history worker`).
+            process: process the threads of the messages handed over here, and catch up on
+                opening; False only stores, and leaves the processing to workers that share the
+                store (`chat-history worker`), which call `catch_up`.
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -144,7 +145,8 @@ class History:
             return await self._group.__aexit__(kind, exc, tb)
         finally:
             self._closed = True
-            await self.store.close()
+            with anyio.CancelScope(shield=True):  # closed even when the exit is a cancellation
+                await self.store.close()
 
     # The app's events.
 
@@ -177,7 +179,8 @@ class History:
         return erased
 
     async def wait(self) -> None:
-        """Wait until every message handed over so far is processed."""
+        """Wait until every message handed over so far is processed (with `process`), and
+        every thread `catch_up` took."""
         self._open()
         while self._running:
             await self._idle.wait()
@@ -185,10 +188,10 @@ class History:
     async def catch_up(self, *, limit: int | None = None) -> int:
         """Process the threads with stored messages not yet processed; how many are behind.
 
-        Opening does this once for every thread; a worker that shares the store with other
-        processes calls it as it polls, with a `limit` on the threads it works on at once (those
-        already running count), taken in random order so that the workers spread over the
-        threads. A thread another process holds is left to it.
+        Opening does this once for every thread (with `process`); a worker that shares the
+        store with other processes calls it as it polls, with a `limit` on the threads it works
+        on at once (those already running count), taken in random order so that the workers
+        spread over the threads. A thread another process holds is left to it.
         """
         group = self._open()
         behind = await self.store.behind()

@@ -33,7 +33,8 @@ async def serve(
     """Open `history`, process its store's threads until a signal, then close it.
 
     Args:
-        history: a History not yet opened; this opens and closes it.
+        history: a History not yet opened, made with `process=False` (so that opening takes
+            no thread: the threads are taken `threads` at a time); this opens and closes it.
         poll: seconds between looks for threads with unprocessed messages.
         grace: seconds the batches in flight may take to finish after the first signal.
         threads: the most threads this worker works on at once; the rest are left to the

@@ -127,10 +127,14 @@ class Held:
     def __init__(self) -> None:
         self.asked = anyio.Event()
         self.released = anyio.Event()
+        self.held: set[str] = set()
+        """The threads whose replies are held now."""
 
     async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
         self.asked.set()
+        self.held.add(task.thread)
         await self.released.wait()
+        self.held.discard(task.thread)
         return await Echo().reply(task, prompts, answers)
 
 
@@ -142,7 +146,7 @@ async def stop_serving(
         for m in conversations(("t",), 12):
             await storing.message_created(m)
     model = Held()
-    history = History(SETTINGS, store=database, model=model)
+    history = History(SETTINGS, store=database, model=model, process=False)
     with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
             group.start_soon(partial(serve, history, poll=0.01, grace=grace))
@@ -172,3 +176,21 @@ async def test_a_second_signal_or_the_end_of_the_grace_stops_a_worker_at_once(
     counters, position = await stop_serving(database, signals=signals, grace=grace, release=False)
     # What was committed before the held reply stays; the batch that waited committed nothing.
     assert 0 < counters.processed == position + 1 < 12
+
+
+@pytest.mark.anyio
+async def test_a_worker_works_on_no_more_threads_at_once_than_it_may(database: str) -> None:
+    async with History(SETTINGS, store=database, process=False) as storing:
+        for m in conversations(("a", "b", "c", "d", "e"), 12):
+            await storing.message_created(m)
+    model = Held()
+    history = History(SETTINGS, store=database, model=model, process=False)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(serve, history, poll=0.01, threads=2))
+            await model.asked.wait()
+            await anyio.sleep(0.3)  # thirty looks for work, with three threads left behind
+            held = set(model.held)
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert len(held) == 2

@@ -184,7 +184,7 @@ async def _store(url: str, lines: list[str]) -> None:
 async def _slow(url: str) -> None:
     from history.worker import serve
 
-    await serve(History(SETTINGS, store=url, model=Slow(), pause=0.0), poll=0.05)
+    await serve(History(SETTINGS, store=url, model=Slow(), process=False), poll=0.05)
 
 
 if __name__ == "__main__":
