@@ -52,6 +52,7 @@ def parser() -> argparse.ArgumentParser:
 
     register(commands, budgets=_budgets)
     _maintenance_commands(commands)
+    _worker_parser(commands)
     return top
 
 
@@ -76,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return commands.run(args, settings_of)
         if args.command in _MAINTENANCE:
             return _maintenance(args)
+        if args.command == "worker":
+            return _worker(args)
     except HistoryError as exc:
         print(f"chat-history: {exc}", file=sys.stderr)
         return 2
@@ -120,6 +123,39 @@ def _simulate(args: argparse.Namespace) -> int:
 
     trace = anyio.run(lambda: simulate(data.split(b"\n"), settings, report=report))
     print(json.dumps(trace, ensure_ascii=False, indent=None if args.json else 2))
+    return 0
+
+
+def _worker_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    worker = commands.add_parser(
+        "worker", help="process the threads of a shared store until stopped (SIGTERM, SIGINT)"
+    )
+    worker.add_argument("--db", required=True, help="the store: a postgresql:// URL")
+    worker.add_argument("--poll", type=float, default=1.0, help="seconds between looks (1)")
+    worker.add_argument(
+        "--grace", type=float, default=10.0, help="seconds to finish batches on a stop (10)"
+    )
+    worker.add_argument("--concurrency", type=int, default=8, help="summarizer calls at once (8)")
+    worker.add_argument("--threads", type=int, default=16, help="threads worked on at once (16)")
+    worker.add_argument("--json", action="store_true", help="print the counters as JSON on exit")
+    _budgets(worker)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import dataclasses
+    import logging
+
+    from .plugin import History
+    from .worker import serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    history = History(settings_of(args), store=args.db, concurrency=args.concurrency, process=False)
+    anyio.run(lambda: serve(history, poll=args.poll, grace=args.grace, threads=args.threads))
+    counters = dataclasses.asdict(history.counters)
+    if args.json:
+        print(json.dumps(counters))
+    else:
+        print(", ".join(f"{name} {value}" for name, value in counters.items()))
     return 0
 
 

@@ -12,6 +12,7 @@ transaction open. A batch that fails commits nothing and is retried after a paus
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,7 @@ class History:
         pause: float = 1.0,
         max_pause: float = 60.0,
         on_ask: AskListener | None = None,
+        process: bool = True,
     ) -> None:
         """Check the settings and resolve the summarizer; nothing is opened or called yet.
 
@@ -95,6 +97,9 @@ class History:
                 committed: the `Ask` carries its thread and the input and output tokens the
                 provider reported (zero for answers replayed from pins), so an app can meter
                 or bill it per thread, space or user.
+            process: process the threads of the messages handed over here, and catch up on
+                opening; False only stores, and leaves the processing to workers that share the
+                store (`chat-history worker`), which call `catch_up`.
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -109,6 +114,7 @@ class History:
         self._listeners: list[AskListener] = [on_ask] if on_ask else []
         self._group: TaskGroup | None = None
         self._closed = False
+        self._processing = process
         self._running: set[str] = set()
         self._dirty: set[str] = set()
         self._idle = anyio.Event()
@@ -127,8 +133,8 @@ class History:
         await self.store.open()
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
-        for thread in await self.store.behind():
-            self._schedule(thread)
+        if self._processing:
+            await self.catch_up()
         return self
 
     async def __aexit__(
@@ -142,7 +148,8 @@ class History:
             return await self._group.__aexit__(kind, exc, tb)
         finally:
             self._closed = True
-            await self.store.close()
+            with anyio.CancelScope(shield=True):  # closed even when the exit is a cancellation
+                await self.store.close()
 
     # The app's events.
 
@@ -161,7 +168,7 @@ class History:
         else:
             cost = weight(message, self.settings.encoding)
         stored = await self.store.add(message, cost)
-        if stored is not None:
+        if stored is not None and self._processing:
             self._schedule(message.thread, group)
         return stored
 
@@ -175,10 +182,29 @@ class History:
         return erased
 
     async def wait(self) -> None:
-        """Wait until every message handed over so far is processed."""
+        """Wait until every message handed over so far is processed (with `process`), and
+        every thread `catch_up` took."""
         self._open()
         while self._running:
             await self._idle.wait()
+
+    async def catch_up(self, *, limit: int | None = None) -> int:
+        """Process the threads with stored messages not yet processed; how many are behind.
+
+        Opening does this once for every thread (with `process`); a worker that shares the
+        store with other processes calls it as it polls, with a `limit` on the threads it works
+        on at once (those already running count), taken in random order so that the workers
+        spread over the threads. A thread another process holds is left to it.
+        """
+        group = self._open()
+        behind = await self.store.behind()
+        chosen = [thread for thread in behind if thread not in self._running]
+        if limit is not None:
+            random.shuffle(chosen)
+            del chosen[max(limit - len(self._running), 0) :]
+        for thread in chosen:
+            self._schedule(thread, group)
+        return len(behind)
 
     def retry(self, thread: str | None = None) -> None:
         """Try failed threads again now instead of after their pause (all threads by default)."""
@@ -259,6 +285,41 @@ class History:
                 self._idle.set()
 
     async def _catch_up(self, thread: str) -> None:
+        while True:
+            async with self.store.claim(thread) as granted:
+                if not granted:  # another process holds it, and looks again when it lets go
+                    return
+                if self.store.shared:
+                    await self._refresh(thread)
+                await self._catch_up_claimed(thread)
+            if not self.store.shared:
+                return
+            # Another process that stored a message while we held the claim was refused it.
+            state = self._states.get(thread)
+            if state is None or not await self.store.pending(thread, state.position, 1):
+                return
+
+    async def _refresh(self, thread: str) -> None:
+        """Start a claim from the committed outline: another process may have moved it since.
+
+        What this process read of the thread stays only if nobody else committed (or erased
+        and reused the id) in between.
+        """
+        known = self._states.get(thread)
+        state = await self.store.outline(thread)
+        if (
+            state is None
+            or known is None
+            or (state.epoch, state.version) != (known.epoch, known.version)
+        ):
+            self._nodes.pop(thread, None)
+            self._recent.pop(thread, None)
+        if state is None:
+            self._states.pop(thread, None)
+        else:
+            self._states[thread] = state
+
+    async def _catch_up_claimed(self, thread: str) -> None:
         while True:
             state = self._states.get(thread) or await self.store.outline(thread)
             if state is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 
 from history import History, HistorySettings, Message
+from history.store import Store, open_store
 from history.summarizer import Ask
+
+from .stores import KINDS, store_url
 
 START = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
@@ -92,3 +95,21 @@ def open_history(tmp_path: Path) -> Callable[..., Any]:
             yield Run(history, asks)
 
     return opener
+
+
+@pytest.fixture(params=KINDS)
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database of each kind: what runs on one store runs on every store."""
+    with store_url(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+async def store(database: str, anyio_backend: str) -> AsyncIterator[Store]:
+    """An open store on a fresh database of each kind."""
+    opened = open_store(database)
+    await opened.open()
+    try:
+        yield opened
+    finally:
+        await opened.close()

@@ -32,10 +32,12 @@ class Gate:
 
 
 @pytest.mark.parametrize("reuse_id", [False, True], ids=["erased", "erased-then-reused"])
-async def test_an_erase_that_races_a_batch_wins(open_history: Any, reuse_id: bool) -> None:
+async def test_an_erase_that_races_a_batch_wins(
+    open_history: Any, database: str, reuse_id: bool
+) -> None:
     gate = Gate()
     long = "secret plan " * 60
-    async with open_history(model=gate, tail=(1, 2), kept=1) as run:
+    async with open_history(model=gate, tail=(1, 2), kept=1, store=database) as run:
         for k in range(3):
             await run.history.message_created(message(k, long))
         with anyio.fail_after(5):

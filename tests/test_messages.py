@@ -104,8 +104,10 @@ def test_files_weigh_by_what_they_are() -> None:
     )
 
 
-async def test_redelivery_changes_nothing_and_other_content_is_refused(open_history: Any) -> None:
-    async with open_history() as run:
+async def test_redelivery_changes_nothing_and_other_content_is_refused(
+    open_history: Any, database: str
+) -> None:
+    async with open_history(store=database) as run:
         first = message(0, "hello")
         assert await run.history.message_created(first) is not None
         same_instant = Message(
@@ -123,9 +125,9 @@ async def test_redelivery_changes_nothing_and_other_content_is_refused(open_hist
 
 
 async def test_concurrent_deliveries_get_contiguous_seqs_in_arrival_order(
-    open_history: Any,
+    open_history: Any, database: str
 ) -> None:
-    async with open_history() as run:
+    async with open_history(store=database) as run:
         async with anyio.create_task_group() as group:
             for k in range(40):
                 group.start_soon(run.history.message_created, message(k, f"m{k}", step=k % 3 == 0))

@@ -8,6 +8,7 @@ commit checks the outline's version, so a concurrent writer (or an erase) makes 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
@@ -21,6 +22,8 @@ class Store(Protocol):
     """What the plugin needs from a database. One contract test suite runs against each."""
 
     url: str
+    shared: bool
+    """Other processes may process the same threads: each claim starts from what is committed."""
 
     async def open(self) -> None:
         """Connect and apply any migration not yet recorded."""
@@ -113,12 +116,25 @@ class Store(Protocol):
         """
         ...
 
+    def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
+        """Hold the right to process the thread: yields False when another process holds it.
+
+        A claim ends with its block, or with its process: a worker that dies releases it.
+        """
+        ...
+
 
 def open_store(where: str | Path) -> Store:
     """A store for a path (SQLite) or a `postgresql://` URL."""
     text = str(where)
     if text.startswith(("postgresql://", "postgres://")):
-        raise ConfigurationError(f"no PostgreSQL store in this version: {text!r}")
+        try:
+            from .postgres import PostgresStore
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"{text!r} needs asyncpg: pip install 'chat-history[postgres]' ({exc})"
+            ) from exc
+        return PostgresStore(text)
     from .sqlite import SQLiteStore
 
     return SQLiteStore(text.removeprefix("sqlite:///").removeprefix("sqlite://"))

@@ -34,6 +34,8 @@ class _Stale(Exception):
 class SQLiteStore:
     """The collections in one SQLite file (or `:memory:`)."""
 
+    shared = False
+
     def __init__(self, path: str) -> None:
         self.url = path
         self._db: aiosqlite.Connection | None = None
@@ -296,6 +298,11 @@ class SQLiteStore:
                 (words, thread, limit),
             )
         return [rows.hit_from_row(r) for r in found]
+
+    @asynccontextmanager
+    async def claim(self, thread: str) -> AsyncIterator[bool]:
+        """Always granted: one process owns a SQLite file, and it runs a thread in one task."""
+        yield True
 
     async def export_thread(self, thread: str) -> ThreadRecords | None:
         async with self._read() as db:

@@ -1,0 +1,134 @@
+"""What only the PostgreSQL store does: claims across processes, its URL, concurrent startup."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from history import History, HistorySettings, StoreError
+from history.store import open_store
+from history.store.postgres import PostgresStore
+from history.summarizer import Ask
+from history.trace import simulate, snapshot
+
+from .conftest import message
+from .stores import postgres_schema, postgres_server, postgres_sql
+from .workers import SETTINGS
+
+pytestmark = pytest.mark.anyio
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with postgres_schema() as fresh:
+        yield fresh
+
+
+async def test_a_postgresql_url_opens_the_postgresql_store(url: str) -> None:
+    assert isinstance(open_store(url), PostgresStore)
+    assert isinstance(open_store(url.replace("postgresql://", "postgres://", 1)), PostgresStore)
+
+
+async def test_a_claimed_thread_is_refused_to_every_other_claim_until_released(url: str) -> None:
+    one, other = open_store(url), open_store(url)
+    await one.open()
+    await other.open()
+    try:
+        async with one.claim("t") as first:
+            async with one.claim("t") as again, other.claim("t") as elsewhere:
+                assert (first, again, elsewhere) == (True, False, False)
+            async with other.claim("u") as different:
+                assert different
+        async with other.claim("t") as after:
+            assert after
+        async with one.claim("t") as held:
+            assert held
+            await one.close()  # a process that goes away lets its claims go with it
+            async with other.claim("t") as taken:
+                assert taken
+    finally:
+        await one.close()
+        await other.close()
+
+
+async def test_stores_opening_together_on_an_empty_database_migrate_it_once(url: str) -> None:
+    stores = [open_store(url) for _ in range(5)]
+    try:
+        async with anyio.create_task_group() as group:
+            for store in stores:
+                group.start_soon(store.open)
+    finally:
+        for store in stores:
+            await store.close()
+    names = await anyio.to_thread.run_sync(postgres_sql, url, "SELECT name FROM migration")
+    assert sorted(r[0] for r in names) == ["0001_message", "0002_summary", "0003_outline",
+                                           "0004_call"]  # fmt: skip
+
+
+async def test_an_unreachable_server_is_a_store_error_that_hides_the_password() -> None:
+    store = open_store("postgresql://ana:s3cret@127.0.0.1:1/chat")
+    with pytest.raises(StoreError) as caught:
+        await store.open()
+    assert "postgresql://ana:***@127.0.0.1:1/chat" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+async def test_a_search_path_naming_no_schema_is_refused() -> None:
+    server = postgres_server()
+    store = open_store(f"{server}{'&' if '?' in server else '?'}search_path=no_such_schema")
+    with pytest.raises(StoreError, match="names no schema"):
+        await store.open()
+
+
+async def test_simulate_on_postgresql_gives_the_sqlite_trace(url: str) -> None:
+    lines = EXAMPLE.read_bytes().split(b"\n")
+    at = "2026-11-02T10:00:00Z"
+    lines += [
+        b'{"event": "thread.deleted", "thread": "t"}',
+        f'{{"id": "n0", "thread": "t", "author": "Bo", "text": "again", "at": "{at}"}}'.encode(),
+        f'{{"id": "u0", "thread": "U", "author": "Bo", "text": "other", "at": "{at}"}}'.encode(),
+    ]
+    settings = HistorySettings(summarizer="echo", line=64, tail=(40, 80), outline=(200, 400))
+    on_sqlite = await simulate(lines, settings)
+    on_postgresql = await simulate(lines, settings, store=url)
+    assert on_postgresql == on_sqlite
+    assert [o["thread"] for o in on_sqlite["outlines"]] == ["U", "t"]
+    assert len(on_sqlite["asks"]) > 0
+
+
+async def test_a_thread_erased_and_refilled_by_another_process_is_read_afresh(url: str) -> None:
+    old = [message(k, f"the old plan, part {k}, " * 3) for k in range(10)]
+    new = [message(k, f"a new plan, step {k}, " * 3, author="Bo") for k in range(10)]
+    later = [message(k, f"and then {k}, " * 4) for k in range(10, 14)]
+    mine: list[Ask] = []
+    async with History(SETTINGS, store=url) as one:
+        for m in old:
+            await one.message_created(m)
+        await one.wait()
+        one.subscribe(mine.append)
+        asked = one.counters.requests
+        async with History(SETTINGS, store=url) as other:
+            await other.thread_deleted("t")
+            for m in new:
+                await other.message_created(m)
+            await other.wait()
+        for m in later:
+            await one.message_created(m)
+        await one.wait()
+        got = await snapshot(one, await one.store.calls())
+    # Nothing was asked on the strength of what the other process had replaced.
+    assert one.counters.requests - asked == sum(len(a.prompts) for a in mine) > 0
+    asks: list[Ask] = []
+    async with History(SETTINGS, store=":memory:", on_ask=asks.append) as single:
+        for m in new + later:
+            await single.message_created(m)
+        await single.wait()
+        expected = await snapshot(single, asks)
+    assert got == expected
+    assert "old plan" not in json.dumps(got)
