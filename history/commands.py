@@ -111,25 +111,15 @@ def register(commands: Any, *, budgets: Budgets) -> None:
 def run(args: argparse.Namespace, settings_of: SettingsOf) -> int:
     """Run one of the commands in NAMES; errors reach the caller, which reports them."""
     _log_to_stderr()
-    try:
-        if args.command == "ingest":
-            return _ingest(args, settings_of(args))
-        if args.command == "demo":
-            from .demo import run_demo
+    if args.command == "ingest":
+        return _ingest(args, settings_of(args))
+    if args.command == "demo":
+        from .demo import run_demo
 
-            return run_demo(args, settings_of)
-        if args.command in ("prompt", "zoom", "search"):
-            return anyio.run(_read_side, args, settings_of(args))
-        return int(anyio.run(_inspect, args))
-    except BaseExceptionGroup as group:
-        # An error raised inside `async with History(...)` leaves its task group wrapped in a
-        # group of one; the caller reports the error itself.
-        sole: BaseException = group
-        while isinstance(sole, BaseExceptionGroup) and len(sole.exceptions) == 1:
-            sole = sole.exceptions[0]
-        if isinstance(sole, BaseExceptionGroup):
-            raise
-        raise sole from None
+        return run_demo(args, settings_of)
+    if args.command in ("prompt", "zoom", "search"):
+        return anyio.run(_read_side, args, settings_of(args))
+    return int(anyio.run(_inspect, args))
 
 
 def out() -> Console:

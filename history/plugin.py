@@ -146,6 +146,10 @@ class History:
             self._group.cancel_scope.cancel()
         try:
             return await self._group.__aexit__(kind, exc, tb)
+        except BaseExceptionGroup as group:
+            if exc is not None and list(group.exceptions) == [exc]:
+                return False  # the block's own error, as it was raised, not in a group
+            raise
         finally:
             self._closed = True
             with anyio.CancelScope(shield=True):  # closed even when the exit is a cancellation

@@ -170,3 +170,10 @@ async def test_the_plugin_refuses_what_is_not_a_message_or_a_thread(open_history
             await run.history.message_created({"id": "1"})  # type: ignore[arg-type]
         with pytest.raises(InputError, match="thread"):
             await run.history.thread_deleted("")
+
+
+async def test_an_error_in_the_block_comes_out_as_it_was_raised(tmp_path: Any) -> None:
+    with pytest.raises(ConflictError):
+        async with History(HistorySettings(summarizer="echo"), store=tmp_path / "h.sqlite") as h:
+            await h.message_created(message(0, "hi"))
+            await h.message_created(message(0, "other"))
