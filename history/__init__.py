@@ -1,6 +1,7 @@
 """chat-history: a token-weighted tail, a binary summary tree and a bounded outline per thread."""
 
 from .agent import ThreadHistory
+from .asking import Counters
 from .contract import File, Hit, Message, Outline, Stored, Summary
 from .errors import (
     ClosedError,
@@ -15,7 +16,7 @@ from .errors import (
 )
 from .metering import ThreadUsage, Usage
 from .pins import Replay
-from .plugin import Counters, History
+from .plugin import History
 from .settings import HistorySettings, settings_from_env
 from .summarizer import Ask, Echo, Reply, Scripted, Summarizer, Task
 from .view import Rendered, Zoom, prompt_text, render_view, search, view, zoom

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -23,8 +22,9 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic_ai.models import Model
 
+from .asking import Asker, Counters
 from .contract import Message, Outline, Stored, Summary
-from .errors import ClosedError, InputError, StoreError, SummarizerError, UnpinnedError
+from .errors import ClosedError, InputError, StoreError, SummarizerError
 from .metering import Usage, usage
 from .processors.compact import Vanished, compact
 from .processors.erase import erase
@@ -32,34 +32,16 @@ from .processors.summarize import Nodes
 from .processors.weight import encoding, weight
 from .settings import HistorySettings
 from .store import Store, open_store
-from .summarizer import INSTRUCTIONS, Ask, Exhausted, Reply, Summarizer, Task, summarizer_for, write
+from .summarizer import INSTRUCTIONS, Ask, Summarizer, Task, summarizer_for, write
 
 log = logging.getLogger(__name__)
 
-FAILED_ASKS_BEFORE_FALLBACK = 5
 BATCH = 256
 NODE_CACHE = 4096
 LARGE_TEXT = 100_000
 """Texts longer than this are weighed on a worker thread, so the event loop keeps serving."""
 
 AskListener = Callable[[Ask], None]
-
-
-@dataclass(kw_only=True)
-class Counters:
-    """What the plugin did since it was opened: for logs, metrics and tests."""
-
-    processed: int = 0
-    asks: int = 0
-    """Lines written by the summarizer (one conversation each)."""
-    requests: int = 0
-    """Requests sent to the summarizer (several per ask when an answer is too long)."""
-    failures: int = 0
-    """Summarizer requests that raised or timed out."""
-    fallbacks: int = 0
-    """Asks that kept failing and fell back to a cut of their input."""
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 class _Stale(Exception):
@@ -109,8 +91,8 @@ class History:
         self.model_key = f"{model.name}\n{settings.model_settings!r}\n{INSTRUCTIONS}"
         self.store: Store = store if not isinstance(store, str | Path) else open_store(store)
         self.counters = Counters()
-        self._timeout, self._pause, self._max_pause = timeout, pause, max_pause
-        self._limiter = anyio.CapacityLimiter(concurrency)
+        self._pause, self._max_pause = pause, max_pause
+        self._asker = Asker(model, self.counters, concurrency=concurrency, timeout=timeout)
         self._listeners: list[AskListener] = [on_ask] if on_ask else []
         self._group: TaskGroup | None = None
         self._closed = False
@@ -124,8 +106,6 @@ class History:
         # What a thread's worker already read: committed nodes, and the tail's messages.
         self._nodes: dict[str, dict[tuple[int, int], Summary | None]] = {}
         self._recent: dict[str, dict[str, Stored]] = {}
-        self._answers: dict[str, dict[tuple[str, ...], Reply | None]] = {}
-        self._failed: dict[str, dict[tuple[str, ...], int]] = {}
 
     async def __aenter__(self) -> Self:
         if self._closed or self._group is not None:
@@ -255,8 +235,7 @@ class History:
         self._states.pop(thread, None)
         self._nodes.pop(thread, None)
         self._recent.pop(thread, None)
-        self._answers.pop(thread, None)
-        self._failed.pop(thread, None)
+        self._asker.settle(thread)
 
     async def _work(self, thread: str) -> None:
         failures = 0
@@ -366,7 +345,9 @@ class History:
             return recent.get(id) or await self.store.message(id)
 
         async def write_line(task: Task) -> str:
-            ask = await write(task, self._ask, limit=self.settings.line, tries=self.settings.tries)
+            ask = await write(
+                task, self._asker.ask, limit=self.settings.line, tries=self.settings.tries
+            )
             asks.append(ask)
             return ask.line
 
@@ -382,8 +363,7 @@ class History:
             raise _Stale
         work.version = state.version + 1
         nodes.settle()
-        self._answers.pop(state.thread, None)
-        self._failed.pop(state.thread, None)
+        self._asker.settle(state.thread)
         self.counters.processed += 1
         for ask in asks:
             self.counters.asks += 1
@@ -392,36 +372,3 @@ class History:
             for listener in self._listeners:
                 listener(ask)
         return work
-
-    async def _ask(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
-        """One summarizer request: answered from this batch's memory when it was made before."""
-        memory = self._answers.setdefault(task.thread, {})
-        key = tuple(prompts)
-        if key in memory:
-            known = memory[key]
-            if known is None:
-                raise Exhausted(f"thread {task.thread!r}: the ask kept failing")
-            return known
-        try:
-            async with self._limiter:
-                self.counters.requests += 1
-                with anyio.fail_after(self._timeout):
-                    reply = await self.summarizer.reply(task, prompts, answers)
-        except (Exhausted, UnpinnedError):
-            raise  # a replayed ask that kept failing (the same cut), or a refused miss (never cut)
-        except Exception as exc:
-            self.counters.failures += 1
-            failed = self._failed.setdefault(task.thread, {})
-            failed[key] = failed.get(key, 0) + 1
-            if failed[key] >= FAILED_ASKS_BEFORE_FALLBACK:
-                memory[key] = None
-                self.counters.fallbacks += 1
-                log.error(
-                    "thread %r: the ask for node (%d, %d) failed %d times; its line is cut",
-                    *(task.thread, task.level, task.index, failed[key]),
-                    extra={"chat_thread": task.thread},
-                )
-                raise Exhausted(f"thread {task.thread!r}: the ask kept failing") from exc
-            raise SummarizerError(f"summarizer {self.summarizer.name!r} failed: {exc!r}") from exc
-        memory[key] = reply
-        return reply
