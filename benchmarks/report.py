@@ -138,8 +138,47 @@ def render(results: Results) -> str:
             ["strategy", "turns by kind (count, share of the cost over the floor, prefix kept)"],
             [[r.strategy, _breakdown(r)] for r in chosen],
         )
+    out += _notes(results)
     out += _speed(results)
     return "\n".join(out)
+
+
+def _notes(results: Results) -> list[str]:
+    c = results.config
+    out = ["### Notes", ""]
+    at = [r for r in results.runs if r.budget == c.reference]
+    ours = [r for r in at if r.strategy == "chat-history"]
+    peer = {r.corpus: r for r in at if r.strategy == "langchain-middleware"}
+    if ours:
+        calls = "; ".join(
+            f"{r.corpus}: {r.per_message('calls'):.2f} calls and "
+            f"{r.per_message('input_tokens'):,.0f} input tokens per message"
+            + (
+                f" against the middleware's {peer[r.corpus].per_message('calls'):.3f} and "
+                f"{peer[r.corpus].per_message('input_tokens'):,.0f}"
+                if r.corpus in peer
+                else ""
+            )
+            for r in ours
+        )
+        out.append(
+            f"- **Summarizer work** at {c.reference:,} tokens: {calls}. chat-history asks once "
+            "for every message over the line limit that leaves the tail and once for every merge "
+            "over it: many small calls. The middleware asks once per trigger for everything that "
+            "leaves: few large ones."
+        )
+    out += [
+        "- **LangChain's middleware** summarizes at most the last 4,000 tokens of what leaves "
+        "(its default `trim_tokens_to_summarize`): when a trigger drops more than that, its "
+        "previous summary is dropped too, with every fact it held.",
+        "- **The cache models** read nothing under 1,024 tokens, so short prompts cost more "
+        "than the floor whatever the strategy; entries never expire here, where a real cache "
+        "lasts minutes unless it is hit.",
+        "- **chat-history's prompt** is rendered by the benchmark (`benchmarks/view.py`) from "
+        "the committed outline and the log, until the plugin's own view lands.",
+        "",
+    ]
+    return out
 
 
 def _row(r: Run) -> list[object]:

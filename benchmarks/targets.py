@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .cache import OPENAI_MINIMUM
 from .cost import Run
 from .speed import Throughput, ViewTime
 
@@ -172,6 +173,11 @@ def _cost_why(runs: Sequence[Run], reference: int) -> str:
             + f"), which make {sum(e for _, e in moved.values()) / total:.0%} of its cost over "
             "the floor"
         )
+        short = sum(t.tokens < OPENAI_MINIMUM for t in ours.turns) / len(ours.turns)
+        if short:
+            text += (
+                f" (and {short:.0%} of its prompts were under 1,024 tokens, which no cache reads)"
+            )
         peer = next(
             (r for r in runs if (r.corpus, r.budget, r.strategy) == (ours.corpus, reference, PEER)),
             None,
@@ -200,14 +206,18 @@ def _cost_why(runs: Sequence[Run], reference: int) -> str:
 
 def _recall_why() -> str:
     return (
-        "Recall here is what is still in the prompt at the end, with a summarizer that keeps a "
-        "fixed share of what it is asked. A fact planted early is re-summarized at every level "
-        "of chat-history's tree that folds over it, and the bounded outline holds fewer words "
-        "per message the longer the thread; the full history keeps every fact at a cost that "
-        "grows with the thread. chat-history keeps every message in its store, so its search "
-        "finds the facts (reported beside the prompt recall), at the price of a tool call that "
-        "this benchmark does not charge. What would close it in the prompt: a larger outline "
-        "for the same budget, or lines that keep names, numbers and ids when they merge."
+        "Recall is what is still in the prompt at the end, with a summarizer that keeps a fixed "
+        "share of what it is asked, names, numbers and ids first. chat-history's oldest messages "
+        "end up in a few lines at high levels of the tree, each standing for hundreds of "
+        "messages in at most `line` bytes; an early fact stays only if it wins a place among "
+        "the names and numbers of all the messages merged with it, at every merge on its way "
+        "up, and in chatty text full of names and numbers it does not. The full history keeps "
+        "every fact at a cost that grows with the thread, and a peer that summarizes rarely "
+        "(LangChain's middleware on short messages) can keep a fact in its one summary. "
+        "chat-history keeps every message whole in its store, so its search finds every fact "
+        "(the hollow markers), at the price of a tool call this benchmark does not charge. What "
+        "would close it in the prompt: carry facts up the tree verbatim (anchored names, "
+        "numbers and ids kept out of the merges' budget), or allow higher levels longer lines."
     )
 
 
