@@ -211,8 +211,9 @@ def _speed(results: Results) -> list[str]:
         out += [
             "Messages through `message_created` plus processing (defaults, offline `scripted` "
             "summarizer, a SQLite file), against the same rows inserted into SQLite in the same "
-            "run (same schema, WAL, `synchronous = NORMAL`), one transaction per row as the "
-            "plugin commits each message; all rows in one transaction for scale.",
+            "run (same schema, WAL, `synchronous = NORMAL`; the median of three fresh files), "
+            "one transaction per row as the plugin commits each message; all rows in one "
+            "transaction for scale.",
             "",
         ]
         out += _table(

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import statistics
 import time
@@ -36,6 +37,7 @@ from .cache import Meter
 from .view import chat_history_prompt
 
 PRAGMAS = ("journal_mode = WAL", "synchronous = NORMAL")
+RAW_REPEATS = 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,7 +93,8 @@ async def plugin_rate(messages: Sequence[Message], path: Path) -> float:
 
 
 def raw_rates(messages: Sequence[Message], path: Path) -> tuple[float, float]:
-    """Rows per second into SQLite: one transaction per row, and all rows in one."""
+    """Rows per second into SQLite: one transaction per row, and all rows in one (each the
+    median of `RAW_REPEATS` fresh files, since a single file's rate varies with the disk)."""
     encoding = settings().encoding
     seqs: dict[str, int] = {}
     prepared = []
@@ -99,9 +102,9 @@ def raw_rates(messages: Sequence[Message], path: Path) -> tuple[float, float]:
         seq = seqs[m.thread] = seqs.get(m.thread, -1) + 1
         prepared.append(rows.message_row(m, seq, None if m.step else seq, weight(m, encoding)))
     insert = f"INSERT INTO message ({rows.MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-    rates = []
-    for batched in (False, True):
-        target = path.with_suffix(f".{'batched' if batched else 'rows'}.sqlite")
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    for repeat, batched in itertools.product(range(RAW_REPEATS), (False, True)):
+        target = path.with_suffix(f".{'batched' if batched else 'rows'}-{repeat}.sqlite")
         db = sqlite3.connect(target, isolation_level=None)
         for pragma in PRAGMAS:
             db.execute(f"PRAGMA {pragma}")
@@ -117,9 +120,9 @@ def raw_rates(messages: Sequence[Message], path: Path) -> tuple[float, float]:
                 db.execute("BEGIN IMMEDIATE")
                 db.execute(insert, row)
                 db.execute("COMMIT")
-        rates.append(len(prepared) / (time.perf_counter() - started))
+        rates[batched].append(len(prepared) / (time.perf_counter() - started))
         db.close()
-    return rates[0], rates[1]
+    return statistics.median(rates[False]), statistics.median(rates[True])
 
 
 async def throughput(messages: Sequence[Message], folder: Path, *, threads: int) -> Throughput:

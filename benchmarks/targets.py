@@ -174,16 +174,15 @@ def _cost_why(runs: Sequence[Run], reference: int) -> str:
             "the floor"
         )
         short = sum(t.tokens < OPENAI_MINIMUM for t in ours.turns) / len(ours.turns)
-        if short:
-            text += (
-                f" (and {short:.0%} of its prompts were under 1,024 tokens, which no cache reads)"
-            )
+        if short >= 0.005:
+            text += f" ({short:.0%} of its prompts were under 1,024 tokens, which no cache reads)"
         peer = next(
             (r for r in runs if (r.corpus, r.budget, r.strategy) == (ours.corpus, reference, PEER)),
             None,
         )
         if peer is not None:
-            text += f"; LangChain's middleware moved at {peer.breakdown.get('break', (0, 0))[0]}"
+            moves = peer.breakdown.get("break", (0, 0.0))[0]
+            text += f"; LangChain's middleware's prompt start moved at {moves} turns"
         parts.append(text)
     return (
         f"At {reference:,} tokens: "
@@ -211,7 +210,8 @@ def _recall_why() -> str:
         "end up in a few lines at high levels of the tree, each standing for hundreds of "
         "messages in at most `line` bytes; an early fact stays only if it wins a place among "
         "the names and numbers of all the messages merged with it, at every merge on its way "
-        "up, and in chatty text full of names and numbers it does not. The full history keeps "
+        "up, and in text dense with names and numbers (the synthetic work chat, ShareGPT's "
+        "long answers) it does not. The full history keeps "
         "every fact at a cost that grows with the thread, and a peer that summarizes rarely "
         "(LangChain's middleware on short messages) can keep a fact in its one summary. "
         "chat-history keeps every message whole in its store, so its search finds every fact "
