@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -45,7 +46,7 @@ def corpora(config: Config) -> tuple[list[Corpus], dict[str, str]]:
 
 async def run(config: Config, out: Path, *, command: str) -> Results:
     """Run every benchmark of `config` and write the report and plots into `out`."""
-    started = time.perf_counter()
+    started, load = time.perf_counter(), os.getloadavg()[0]
     await anyio.Path(out).mkdir(parents=True, exist_ok=True)
     found, skipped = corpora(config)
     strategies, missing = available()
@@ -96,6 +97,7 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         targets=targets.evaluate(runs, throughputs, views, reference=config.reference),
         plots={name: path for name, path in drawn.items() if path is not None},
         seconds=time.perf_counter() - started,
+        load=load,
     )
     await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
     return results

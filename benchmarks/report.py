@@ -36,6 +36,8 @@ class Results:
     targets: Sequence[Target] = ()
     plots: dict[str, Path] = field(default_factory=dict)
     seconds: float = 0.0
+    load: float = 0.0
+    """The machine's one-minute load average when the run started."""
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
@@ -57,8 +59,9 @@ def render(results: Results) -> str:
     out = [
         "# chat-history benchmarks",
         "",
-        f"`{results.command}`: {results.seconds:.0f} s on {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}.",
+        f"`{results.command}`: {results.seconds:.0f} s on {os.cpu_count()} cores (load "
+        f"{results.load:.1f} at the start), Python {platform.python_version()}. Costs, recall "
+        "and summarizer counts are deterministic; times depend on what else the machine runs.",
         "",
         "## Targets",
         "",
