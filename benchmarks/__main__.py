@@ -64,10 +64,7 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         ]
         log.info("view assembly at %s messages", config.views)
         checked = await speed.fill_matches_plugin(messages[: config.views[0]], folder)
-        views = [
-            await speed.view_time(messages[:n], folder / f"view-{n}.sqlite", repeats=config.repeats)
-            for n in config.views
-        ]
+        views = await speed.view_times(messages, config.views, folder, repeats=config.repeats)
         memory = await speed.peak_memory(messages[: config.memory], folder / "memory.sqlite")
         log.info("latency with a %.0f ms summarizer", config.delay * 1000)
         cuts = await latency.cuts(config.cut_messages, folder, delay=config.delay)

@@ -233,8 +233,9 @@ def _speed(results: Results) -> list[str]:
         )
         out += [
             "View assembly (outline, lines and tail read from the store and rendered; median of "
-            f"{c.repeats}). The threads are filled by the real processor in memory and written in "
-            "bulk; on the smallest one the tree and outline were checked: "
+            f"{c.repeats}, the threads taking turns). The threads are filled by the real "
+            "processor in memory and written in bulk; on the smallest one the tree and outline "
+            "were checked: "
             f"{checked}.",
             "",
         ]

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sqlite3
 import statistics
@@ -204,23 +205,39 @@ async def fill_matches_plugin(messages: Sequence[Message], folder: Path) -> bool
         return await snapshot(history, []) == expected
 
 
-async def view_time(messages: Sequence[Message], path: Path, *, repeats: int) -> ViewTime:
-    """The median time to build the thread's prompt from the store (nothing memoized)."""
-    await fill(messages, path)
-    thread = messages[0].thread
-    async with History(settings(), store=path) as history:
-        prompt = await chat_history_prompt(history, thread)  # warm the connection
-        outline = await history.outline(thread)
-        lines = len(outline.lines) if outline else 0
-        times = []
+async def view_times(
+    messages: Sequence[Message], sizes: Sequence[int], folder: Path, *, repeats: int
+) -> list[ViewTime]:
+    """The median time to build a thread's prompt from the store (nothing memoized), for a
+    thread of each size. The sizes take turns, so that whatever else the machine is doing
+    slows them alike."""
+    async with contextlib.AsyncExitStack() as stack:
+        opened = []
+        for size in sizes:
+            path = folder / f"view-{size}.sqlite"
+            await fill(messages[:size], path)
+            history = await stack.enter_async_context(History(settings(), store=path))
+            await chat_history_prompt(history, messages[0].thread)  # warm the connection
+            opened.append(history)
+        times: list[list[float]] = [[] for _ in sizes]
         for _ in range(repeats):
-            started = time.perf_counter()
-            prompt = await chat_history_prompt(history, thread)
-            times.append(time.perf_counter() - started)
-    tokens = Meter().measure(prompt, 0).tokens
-    return ViewTime(
-        messages=len(messages), seconds=statistics.median(times), tokens=tokens, lines=lines
-    )
+            for history, spent in zip(opened, times, strict=True):
+                started = time.perf_counter()
+                await chat_history_prompt(history, messages[0].thread)
+                spent.append(time.perf_counter() - started)
+        views = []
+        for size, history, spent in zip(sizes, opened, times, strict=True):
+            prompt = await chat_history_prompt(history, messages[0].thread)
+            outline = await history.outline(messages[0].thread)
+            views.append(
+                ViewTime(
+                    messages=size,
+                    seconds=statistics.median(spent),
+                    tokens=Meter().measure(prompt, 0).tokens,
+                    lines=len(outline.lines) if outline else 0,
+                )
+            )
+    return views
 
 
 async def peak_memory(messages: Sequence[Message], path: Path) -> float:
