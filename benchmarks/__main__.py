@@ -1,0 +1,139 @@
+"""`python -m benchmarks [--out DIR] [--quick] [--jsonl FILE ...]`: run, report, plot."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+
+from . import cost, latency, plots, speed, targets
+from .cache import Prices
+from .config import FULL, QUICK, Config
+from .corpora import Corpus, chitchat_corpus, jsonl_corpus, sharegpt_corpus, synthetic_corpus
+from .fakes import Behaviour
+from .report import Results, render
+from .strategies import available
+
+log = logging.getLogger("benchmarks")
+
+
+def corpora(config: Config) -> tuple[list[Corpus], dict[str, str]]:
+    """The corpora this run uses, and those it cannot (a dataset package not installed)."""
+    found = [synthetic_corpus(config.synthetic)]
+    skipped: dict[str, str] = {}
+    for name, count, load in (
+        ("chitchat", config.chitchat, chitchat_corpus),
+        ("sharegpt", config.sharegpt, sharegpt_corpus),
+    ):
+        if not count:
+            continue
+        try:
+            found.append(load(count, longest=config.longest))
+        except ImportError as exc:
+            skipped[name] = f"not installed ({exc.name}): pip install -e '.[bench]'"
+            log.warning("skipping the %s corpus: %s is not installed", name, exc.name)
+    found += [jsonl_corpus(path) for path in config.jsonl]
+    return found, skipped
+
+
+async def run(config: Config, out: Path, *, command: str) -> Results:
+    """Run every benchmark of `config` and write the report and plots into `out`."""
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    await anyio.Path(out).mkdir(parents=True, exist_ok=True)
+    found, skipped = corpora(config)
+    strategies, missing = available()
+    skipped.update(missing)
+    runs = await cost.run_all(
+        found, strategies, config.budgets, behaviour=config.behaviour, prices=config.prices
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        folder = Path(scratch)
+        base = synthetic_corpus(max(config.speed, config.memory, *config.views)).conversations[0]
+        messages = base.messages
+        log.info("throughput over %d messages", config.speed)
+        throughputs = [
+            await speed.throughput(messages[: config.speed], folder, threads=n) for n in (1, 10)
+        ]
+        log.info("view assembly at %s messages", config.views)
+        checked = await speed.fill_matches_plugin(messages[: config.views[0]], folder)
+        views = await speed.view_times(messages, config.views, folder, repeats=config.repeats)
+        memory = await speed.peak_memory(messages[: config.memory], folder / "memory.sqlite")
+        log.info("latency with a %.0f ms summarizer", config.delay * 1000)
+        cuts = await latency.cuts(config.cut_messages, folder, delay=config.delay)
+        loads = [
+            await latency.load(threads, per, folder, delay=config.delay)
+            for threads, per in zip(config.threads, config.per_thread, strict=True)
+        ]
+    drawn = {
+        "cost_per_turn": plots.cost_per_turn(
+            runs, found[0].name, config.reference, out / "cost-per-turn.png"
+        ),
+        "cost_recall": plots.cost_recall(runs, out / "cost-recall.png"),
+        "speed": plots.speed(views, loads, config.delay, out / "speed.png"),
+    }
+    results = Results(
+        config=config,
+        command=command,
+        corpora=found,
+        skipped=skipped,
+        runs=runs,
+        throughputs=throughputs,
+        fill_checked=checked,
+        views=views,
+        memory=memory,
+        cuts=cuts,
+        loads=loads,
+        targets=targets.evaluate(runs, throughputs, views, reference=config.reference),
+        plots={name: path for name, path in drawn.items() if path is not None},
+        seconds=time.perf_counter() - started,
+        load=load,
+    )
+    await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
+    return results
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="chat-history against the memories users would pick instead: cost, cache, "
+        "recall, speed and latency, written as a Markdown report with plots.",
+    )
+    top.add_argument("--out", type=Path, default=Path("bench-report"), help="report folder")
+    top.add_argument("--quick", action="store_true", help="small sizes: about a minute")
+    top.add_argument(
+        "--jsonl", type=Path, action="append", default=[], help="more conversations (JSONL)"
+    )
+    top.add_argument("--cache-read", type=float, default=Prices().read, help="price (0.1)")
+    top.add_argument("--cache-write", type=float, default=Prices().write, help="price (1.25)")
+    top.add_argument("--share", type=float, default=Behaviour().share, help="summary share")
+    top.add_argument("--cap", type=int, default=Behaviour().cap, help="summary cap in tokens")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    config = replace(
+        QUICK if args.quick else FULL,
+        jsonl=tuple(args.jsonl),
+        prices=Prices(read=args.cache_read, write=args.cache_write),
+        behaviour=Behaviour(share=args.share, cap=args.cap),
+    )
+    command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
+    results = anyio.run(lambda: run(config, args.out, command=command))
+    for target in results.targets:
+        print(f"{'met   ' if target.met else 'MISSED'}  {target.goal}")
+    print(f"report: {args.out / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

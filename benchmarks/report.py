@@ -1,0 +1,288 @@
+"""The Markdown report: targets first, then how it was measured, then every number."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Config
+from .corpora import Corpus
+from .cost import Run
+from .latency import CONCURRENCY, Cuts, Load
+from .speed import Throughput, ViewTime
+from .strategies import DEFAULT_BUDGET
+from .targets import Target
+
+
+@dataclass(frozen=True, kw_only=True)
+class Results:
+    """Everything one run measured."""
+
+    config: Config
+    command: str
+    corpora: Sequence[Corpus]
+    skipped: dict[str, str]
+    """Strategies and corpora that could not run here, and why."""
+    runs: Sequence[Run]
+    throughputs: Sequence[Throughput] = ()
+    fill_checked: bool | None = None
+    views: Sequence[ViewTime] = ()
+    memory: float | None = None
+    cuts: Cuts | None = None
+    loads: Sequence[Load] = ()
+    targets: Sequence[Target] = ()
+    plots: dict[str, Path] = field(default_factory=dict)
+    seconds: float = 0.0
+    load: float = 0.0
+    """The machine's one-minute load average when the run started."""
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _budget(run: Run) -> str:
+    return "-" if run.budget is None else f"{run.budget:,}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def render(results: Results) -> str:
+    c = results.config
+    out = [
+        "# chat-history benchmarks",
+        "",
+        f"`{results.command}`: {results.seconds:.0f} s on {os.cpu_count()} cores (load "
+        f"{results.load:.1f} at the start), Python {platform.python_version()}. Costs, recall "
+        "and summarizer counts are deterministic; times depend on what else the machine runs.",
+        "",
+        "## Targets",
+        "",
+    ]
+    out += _table(
+        ["target", "verdict", "measured"],
+        [[t.goal, "**met**" if t.met else "**missed**", t.numbers] for t in results.targets],
+    )
+    missed = [t for t in results.targets if not t.met]
+    if missed:
+        out += ["### Why the missed targets are missed", ""]
+        said: set[str] = set()
+        for t in missed:
+            out.append(f"- **{t.goal}**: {t.why if t.why not in said else 'as above.'}")
+            said.add(t.why)
+        out.append("")
+
+    out += [
+        "## How it is measured",
+        "",
+        "- **A turn** is one message arriving: each strategy takes it and returns what its agent "
+        "is sent now. Every message is rendered the same way for every strategy "
+        "(`author → to: text`); a prompt is a list of blocks (each message, a summary, the "
+        "outline in blocks of lines), each tokenized on its own with `cl100k_base`, plus one "
+        "separator token per block.",
+        "- **Prefix**: the tokens shared with the previous turn's prompt. **OpenAI-style cache**: "
+        "the prefix is read from the cache from 1,024 tokens on, in steps of 128. "
+        "**Anthropic-style cache**: a prefix is written at each cache mark (from 1,024 tokens); a "
+        "turn reads the longest written prefix that is still its own prefix and ends on one of its "
+        "block boundaries within 20 blocks before one of its marks, and writes up to its last "
+        "mark. Every strategy marks the end of its prompt and the end of its summary; chat-history "
+        "also marks the last full outline block. Cache lifetimes are not modelled.",
+        f"- **Cost** in input-token equivalents: a cached token costs {c.prices.read}, a token "
+        f"written to the cache {c.prices.write} (Anthropic-style only), any other 1. **Floor**: "
+        f"{c.prices.read} x the prompt + the turn's new tokens.",
+        f"- **Summarizers**: every strategy's is the same fake: a summary keeps "
+        f"{c.behaviour.share:.0%} of the tokens it is asked to compress, at most "
+        f"{c.behaviour.cap:,} tokens (and, for chat-history, within the line limit it is told), "
+        "names, numbers and ids first. Its input tokens are everything it is sent (instructions "
+        "and prompt templates included).",
+        f"- **Budgets** ({', '.join(f'{b:,}' for b in c.budgets)} tokens): chat-history runs its "
+        f"defaults scaled by budget / {DEFAULT_BUDGET:,} (tail cut from 3/5 to 1/5 of the budget, "
+        "outline folded from 8/5 to 4/5 of it in bytes); LangChain's middleware triggers at the "
+        "budget and keeps a third; the summary buffers (LangChain classic, LlamaIndex) keep two "
+        "thirds whole; the rolling window keeps the budget. The full history has none. All count "
+        "tokens with the same tokenizer; everything else is each library's default.",
+        "- **Recall**: eight facts (codes, numbers, names, a date) are planted in the first tenth "
+        "of every conversation; recall is the share whose exact value is in the last prompt. "
+        "For chat-history, *search* is the share found by searching the thread's stored messages "
+        "for the fact's words (a stand-in until the thread search lands).",
+        "",
+        "## Corpora",
+        "",
+    ]
+    out += _table(
+        ["corpus", "conversations", "messages", "what"],
+        [[k.name, len(k.conversations), f"{k.messages:,}", k.about] for k in results.corpora],
+    )
+    if results.skipped:
+        out += ["Not run here:", ""]
+        out += [f"- {name}: {reason}" for name, reason in results.skipped.items()] + [""]
+
+    out += ["## 1. Cost and cache per turn", ""]
+    for name, label in (("cost_per_turn", "Cost per turn"), ("cost_recall", "Cost against recall")):
+        if name in results.plots:
+            out += [f"![{label}]({results.plots[name].name})", ""]
+    header = ["strategy", "budget", "prompt", "prefix", "OpenAI read", "Anthropic read",
+              "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor", "calls/msg",
+              "in/msg", "out/msg", "recall", "search"]  # fmt: skip
+    for corpus in results.corpora:
+        runs = [r for r in results.runs if r.corpus == corpus.name]
+        out += [f"### {corpus.name}", ""]
+        out += _table(header, [_row(r) for r in runs])
+        chosen = [r for r in runs if r.budget in (c.reference, None)]
+        out += [f"Where the cost over the floor comes from, at {c.reference:,} tokens:", ""]
+        out += _table(
+            ["strategy", "turns by kind (count, share of the cost over the floor, prefix kept)"],
+            [[r.strategy, _breakdown(r)] for r in chosen],
+        )
+    out += _notes(results)
+    out += _speed(results)
+    return "\n".join(out)
+
+
+def _notes(results: Results) -> list[str]:
+    c = results.config
+    out = ["### Notes", ""]
+    at = [r for r in results.runs if r.budget == c.reference]
+    ours = [r for r in at if r.strategy == "chat-history"]
+    peer = {r.corpus: r for r in at if r.strategy == "langchain-middleware"}
+    if ours:
+        calls = "; ".join(
+            f"{r.corpus}: {r.per_message('calls'):.2f} calls and "
+            f"{r.per_message('input_tokens'):,.0f} input tokens per message"
+            + (
+                f" against the middleware's {peer[r.corpus].per_message('calls'):.3f} and "
+                f"{peer[r.corpus].per_message('input_tokens'):,.0f}"
+                if r.corpus in peer
+                else ""
+            )
+            for r in ours
+        )
+        out.append(
+            f"- **Summarizer work** at {c.reference:,} tokens: {calls}. chat-history asks once "
+            "for every message over the line limit that leaves the tail and once for every merge "
+            "over it: many small calls. The middleware asks once per trigger for everything that "
+            "leaves: few large ones."
+        )
+    out += [
+        "- **LangChain's middleware** summarizes at most the last 4,000 tokens of what leaves "
+        "(its default `trim_tokens_to_summarize`): when a trigger drops more than that, its "
+        "previous summary is dropped too, with every fact it held.",
+        "- **The cache models** read nothing under 1,024 tokens, so short prompts cost more "
+        "than the floor whatever the strategy; entries never expire here, where a real cache "
+        "lasts minutes unless it is hit.",
+        "- **chat-history's prompt** is rendered by the benchmark (`benchmarks/view.py`) from "
+        "the committed outline and the log, until the plugin's own view lands.",
+        "",
+    ]
+    return out
+
+
+def _row(r: Run) -> list[object]:
+    return [
+        r.strategy, _budget(r), f"{r.mean('tokens'):,.0f}", _pct(r.share("prefix")),
+        _pct(r.share("openai_read")), _pct(r.share("anthropic_read")),
+        _pct(r.share("anthropic_write")), f"{r.mean('openai_cost'):,.0f}",
+        f"{r.mean('anthropic_cost'):,.0f}", f"{r.floor_ratio():.2f}",
+        f"{r.per_message('calls'):.3f}", f"{r.per_message('input_tokens'):,.0f}",
+        f"{r.per_message('output_tokens'):,.0f}", _pct(r.recall), _pct(r.search),
+    ]  # fmt: skip
+
+
+def _breakdown(r: Run) -> str:
+    total = sum(excess for _, excess in r.breakdown.values()) or 1.0
+    return ", ".join(
+        f"{kind}: {n} ({excess / total:.0%}"
+        + ("" if kind == "grow" else f", {r.kept(kind):.0%} of the prompt still cached")
+        + ")"
+        for kind, (n, excess) in sorted(r.breakdown.items())
+    )
+
+
+def _speed(results: Results) -> list[str]:
+    c = results.config
+    out = ["## 2. Speed of the plugin", ""]
+    if "speed" in results.plots:
+        out += [f"![Speed]({results.plots['speed'].name})", ""]
+    if results.throughputs:
+        out += [
+            "Messages through `message_created` plus processing (defaults, offline `scripted` "
+            "summarizer, a SQLite file), against the same rows inserted into SQLite in the same "
+            "run (same schema, WAL, `synchronous = NORMAL`; the median of three fresh files), "
+            "one transaction per row as the plugin commits each message; all rows in one "
+            "transaction for scale.",
+            "",
+        ]
+        out += _table(
+            ["threads", "messages", "plugin msg/s", "raw rows/s", "ratio", "raw, one transaction"],
+            [_throughput_row(t) for t in results.throughputs],
+        )
+    if results.views:
+        checked = (
+            "not checked"
+            if results.fill_checked is None
+            else "identical to the plugin's"
+            if results.fill_checked
+            else "**different from the plugin's**"
+        )
+        out += [
+            "View assembly (outline, lines and tail read from the store and rendered; median of "
+            f"{c.repeats}, the threads taking turns). The threads are filled by the real "
+            "processor in memory and written in bulk; on the smallest one the tree and outline "
+            "were checked: "
+            f"{checked}.",
+            "",
+        ]
+        out += _table(
+            ["messages", "view (ms)", "outline lines", "prompt tokens"],
+            [
+                [f"{v.messages:,}", f"{v.seconds * 1000:.1f}", f"{v.lines:,}", f"{v.tokens:,}"]
+                for v in results.views
+            ],
+        )
+    if results.memory is not None:
+        out += [
+            f"Peak Python memory while the plugin takes and processes {c.memory:,} messages "
+            f"(tracemalloc; SQLite's own cache not included): {results.memory:.1f} MiB.",
+            "",
+        ]
+    out += ["## 3. Latency under a slow summarizer", ""]
+    if results.cuts is not None:
+        k = results.cuts
+        out += [
+            f"A summarizer that sleeps {k.delay * 1000:.0f} ms a call, a small tail so that "
+            f"messages leave it often. One thread: {k.count} cuts, {k.asks:.1f} calls each; a cut "
+            f"takes {k.median:.2f} s (median), {k.longest:.2f} s at most: its calls are made one "
+            "after another.",
+            "",
+        ]
+    if results.loads:
+        out += [
+            f"Many threads at once (the plugin allows {CONCURRENCY} calls in flight):",
+            "",
+        ]
+        out += _table(
+            ["threads", "messages", "calls", "seconds", "calls/s", "bound calls/s", "of bound"],
+            [_load_row(x, c.delay) for x in results.loads],
+        )
+    return out
+
+
+def _throughput_row(t: Throughput) -> list[object]:
+    return [
+        t.threads, f"{t.messages:,}", f"{t.plugin:,.0f}", f"{t.raw:,.0f}", f"{t.ratio:.3f}",
+        f"{t.raw_batched:,.0f}",
+    ]  # fmt: skip
+
+
+def _load_row(x: Load, delay: float) -> list[object]:
+    return [
+        x.threads, x.messages, x.asks, f"{x.seconds:.1f}", f"{x.asks_per_second:.1f}",
+        f"{x.bound(delay):.1f}", _pct(x.asks_per_second / x.bound(delay)),
+    ]  # fmt: skip

@@ -1,0 +1,200 @@
+"""The strategies compared: what each sends an agent after every message of a conversation.
+
+Each is made fresh for one conversation and one budget (the most tokens its prompt should
+hold), fed the messages one at a time, and asked for the prompt after each. Messages are
+rendered the same way for all of them (`history.lines.render`), so only what a strategy keeps,
+summarizes and reorders differs. The peers that need LangChain or LlamaIndex live in
+`langchain_peers` and `llamaindex_peers` and are skipped when those are not installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from history.contract import Message
+from history.lines import render
+from history.plugin import History
+from history.settings import HistorySettings
+
+from .cache import Prompt, count
+from .corpora import Conversation, Fact
+from .fakes import Behaviour, CompressingSummarizer, Compressor, Usage
+from .view import Memo, chat_history_prompt, search_finds
+
+log = logging.getLogger(__name__)
+
+
+class Strategy(Protocol):
+    """One memory, for one conversation."""
+
+    usage: Usage
+    """What its summarizer was asked and answered."""
+    kind: str | None
+    """What the last message did to the prompt, when the strategy can tell (else None)."""
+
+    async def start(self) -> None: ...
+
+    async def add(self, message: Message) -> Prompt:
+        """Take the next message; return what the agent is sent now."""
+        ...
+
+    async def found(self, facts: tuple[Fact, ...]) -> float | None:
+        """The share of `facts` its search finds, or None when it has no search."""
+        ...
+
+    async def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setup:
+    """What a strategy is made with."""
+
+    budget: int
+    conversation: Conversation
+    behaviour: Behaviour
+
+
+Factory = Callable[[Setup], Strategy]
+
+
+def block(message: Message) -> str:
+    """A message as every strategy sends it."""
+    return render(message)
+
+
+class _Plain:
+    """The strategies without a summarizer or a search."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.kind: str | None = None
+
+    async def start(self) -> None:
+        return None
+
+    async def found(self, facts: tuple[Fact, ...]) -> float | None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+class FullHistory(_Plain):
+    """Every message, whole: the prompt only grows."""
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__()
+        self.blocks: list[str] = []
+
+    async def add(self, message: Message) -> Prompt:
+        self.blocks.append(block(message))
+        return Prompt(blocks=tuple(self.blocks), marks=(len(self.blocks),))
+
+
+class RollingWindow(_Plain):
+    """The newest messages that fit the budget, whole; older ones are dropped."""
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__()
+        self.budget = setup.budget
+        self.window: deque[tuple[str, int]] = deque()
+        self.tokens = 0
+
+    async def add(self, message: Message) -> Prompt:
+        text = block(message)
+        self.window.append((text, count(text) + 1))
+        self.tokens += self.window[-1][1]
+        while self.tokens > self.budget and len(self.window) > 1:
+            self.tokens -= self.window.popleft()[1]
+        return Prompt(blocks=tuple(text for text, _ in self.window), marks=(len(self.window),))
+
+
+DEFAULT_BUDGET = 80_000
+"""The budget chat-history's defaults stand for: a 48k-token tail and a 128k-byte outline."""
+
+
+def chat_history_settings(budget: int) -> HistorySettings:
+    """chat-history's default budgets scaled to `budget`: the tail grows to 3/5 of it and is
+    cut to 1/5; the outline (in bytes, about four to a token) takes at most the other 2/5."""
+    defaults = HistorySettings(summarizer="echo")
+    tail, outline = defaults.tail, defaults.outline
+    return defaults.with_changes(
+        tail=(tail[0] * budget // DEFAULT_BUDGET, tail[1] * budget // DEFAULT_BUDGET),
+        outline=(outline[0] * budget // DEFAULT_BUDGET, outline[1] * budget // DEFAULT_BUDGET),
+    )
+
+
+class ChatHistory:
+    """The plugin itself, on an in-memory store, with the shared summarizer behaviour."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.settings = chat_history_settings(setup.budget)
+        self.compressor = Compressor(setup.behaviour)
+        self.usage = self.compressor.usage
+        self.thread = setup.conversation.thread
+        self.history = History(
+            self.settings,
+            store=":memory:",
+            model=CompressingSummarizer(self.compressor, limit=self.settings.line),
+            pause=0.0,
+        )
+        self.memo = Memo()
+        self.kind: str | None = None
+        self.lines: list[tuple[int, int]] = []
+
+    async def start(self) -> None:
+        await self.history.__aenter__()
+
+    async def add(self, message: Message) -> Prompt:
+        await self.history.message_created(message)
+        await self.history.wait()
+        outline = await self.history.outline(self.thread)
+        lines = [(level, index) for level, index, _, _ in outline.lines] if outline else []
+        if lines == self.lines:
+            self.kind = "cut" if outline and outline.cut_at == message.at else "grow"
+        else:  # lines only appended: a cut; anything else: a fold (after a cut)
+            self.kind = "cut" if lines[: len(self.lines)] == self.lines else "fold"
+        if self.kind == "cut" and outline and outline.tokens > self.settings.tail[0]:
+            self.kind = "cut short"  # the newest `kept` messages alone outweigh the tail
+        self.lines = lines
+        return await chat_history_prompt(self.history, self.thread, self.memo)
+
+    async def found(self, facts: tuple[Fact, ...]) -> float | None:
+        hits = [await search_finds(self.history, self.thread, f.cue, f.value) for f in facts]
+        return sum(hits) / len(facts) if facts else None
+
+    async def stop(self) -> None:
+        await self.history.__aexit__(None, None, None)
+
+
+CORE: dict[str, Factory] = {
+    "chat-history": ChatHistory,
+    "full-history": FullHistory,
+    "rolling-window": RollingWindow,
+}
+PEERS: dict[str, tuple[str, str]] = {
+    "langchain-middleware": ("langchain_peers", "Middleware"),
+    "langchain-summary-buffer": ("langchain_peers", "SummaryBuffer"),
+    "llamaindex-summary-buffer": ("llamaindex_peers", "SummaryBuffer"),
+}
+UNBUDGETED = ("full-history",)
+
+
+def available() -> tuple[dict[str, Factory], dict[str, str]]:
+    """The strategies that can run here, and why the others cannot."""
+    found: dict[str, Factory] = dict(CORE)
+    missing: dict[str, str] = {}
+    for name, (module, attribute) in PEERS.items():
+        try:
+            loaded = importlib.import_module(f"{__package__}.{module}")
+        except ImportError as exc:
+            missing[name] = f"not installed ({exc.name}): pip install -e '.[bench]'"
+            log.warning("skipping %s: %s is not installed", name, exc.name)
+            continue
+        found[name] = getattr(loaded, attribute)
+    return found, missing

