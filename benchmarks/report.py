@@ -110,8 +110,8 @@ def render(results: Results) -> str:
         "tokens with the same tokenizer; everything else is each library's default.",
         "- **Recall**: eight facts (codes, numbers, names, a date) are planted in the first tenth "
         "of every conversation; recall is the share whose exact value is in the last prompt. "
-        "For chat-history, *search* is the share found by searching the thread's stored messages "
-        "for the fact's words (a stand-in until the thread search lands).",
+        "For chat-history, *search* is the share the thread's search (FTS5, ten hits) finds for "
+        "the fact's words: in a hit's line, or in the message a level-0 hit names.",
         "",
         "## Corpora",
         "",
