@@ -17,10 +17,9 @@ from history import ConflictError, HistorySettings, InputError, NotFoundError
 from history.carry import export, load, read_records
 from history.rebuild import rebuild
 from history.store import Store
-from history.store.records import ThreadRecords
 from history.store.sqlite import SQLiteStore
 
-from .chats import SMALL, Fickle, ingest, long_chat, trace
+from .chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch
 from .conftest import message
 
 pytestmark = pytest.mark.anyio
@@ -41,12 +40,6 @@ async def exported(store: Store, thread: str | None = None) -> str:
     out = io.StringIO()
     await export(store, out, thread)
     return out.getvalue()
-
-
-def without_epoch(records: ThreadRecords | None) -> ThreadRecords:
-    """The records with what is per store (the outline's epoch and version) blanked."""
-    assert records is not None and records.outline is not None
-    return replace(records, outline=replace(records.outline, epoch="", version=0))
 
 
 @pytest.fixture(scope="module")

@@ -45,9 +45,30 @@ _SPACES = (
 )
 """Advisory lock namespaces, one per schema: stores in other schemas of a database never meet."""
 
-RANK_NORMALIZATION = 1
-"""`ts_rank` divides by 1 + the log of a line's length, so a long line does not win on its
-length alone."""
+SEARCH = f"""
+WITH term AS (
+    SELECT DISTINCT to_tsquery('simple', word) AS query FROM unnest($2::text[]) AS word
+), hit AS MATERIALIZED (
+    SELECT {SEARCH_COLUMNS}, words FROM search
+    WHERE thread = $1 AND words @@ to_tsquery('simple', array_to_string($2, ' | '))
+), weight AS MATERIALIZED (
+    SELECT query, ln(1 + (total.n - df + 0.5) / (df + 0.5)) AS idf
+    FROM (SELECT query, (SELECT count(*) FROM hit WHERE words @@ query) AS df FROM term) AS counted,
+         (SELECT count(*) AS n FROM search WHERE thread = $1) AS total
+    WHERE df > 0
+)
+SELECT {SEARCH_COLUMNS} FROM hit
+ORDER BY (SELECT sum(idf * ts_rank(words, query, 1)) FROM weight) DESC, at COLLATE "C" DESC,
+         level, idx, message IS NULL
+LIMIT $3
+"""
+"""The thread's rows with any of the words ($2), the most relevant first (at most $3).
+
+As SQLite's bm25 does, each word counts by its rarity (its idf among the thread's rows; `the` in
+every line counts next to nothing), then by how often it comes in the row (`ts_rank`, divided by
+1 + the log of the row's length, so that a long line does not win by its length alone). Between a
+message and its own line, equal in all that, the message comes first, as on SQLite.
+"""
 
 CLOSE_TIMEOUT = 10.0
 """Seconds closing waits for connections in use before it drops them."""
@@ -340,17 +361,11 @@ class PostgresStore:
         return [by_key[key] for key in keys if key in by_key]
 
     async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
-        words = _words(query)
+        words = re.findall(r"\w+", query)  # the words SQLite's search matches any of
         if not words or limit <= 0:
             return []
         async with self._read() as db:
-            found = await db.fetch(
-                f"SELECT {SEARCH_COLUMNS} FROM search, to_tsquery('simple', $2) AS query "
-                "WHERE thread = $1 AND words @@ query "
-                f'ORDER BY ts_rank(words, query, {RANK_NORMALIZATION}) DESC, at COLLATE "C" DESC, '
-                "level, idx LIMIT $3",
-                thread, words, limit,
-            )  # fmt: skip
+            found = await db.fetch(SEARCH, thread, words, limit)
         return [rows.hit_from_row(_values(r)) for r in found]
 
     async def export_thread(self, thread: str) -> ThreadRecords | None:
@@ -386,11 +401,6 @@ class PostgresStore:
         if self._claims is None:
             raise ClosedError(f"the store {self.url!r} is closed")
         return self._claims.claim(thread)
-
-
-def _words(query: str) -> str:
-    """A query's words as a tsquery that matches any of them."""
-    return " | ".join(re.findall(r"\w+", query))
 
 
 def _redacted(url: str) -> str:
