@@ -2,8 +2,13 @@
 -- SQLite's). One row per summary (message null) and per shared message (level 0, idx its index,
 -- message its id, text its line: author, text, file names). Kept in step with the rows it
 -- indexes, in the same transactions; filled from them here.
+-- A text as search compares it: Latin letters without their accents (`é` is `e`), as SQLite's
+-- tokenizer has them (remove_diacritics); other scripts keep theirs.
+CREATE FUNCTION search_fold(TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT normalize(regexp_replace(normalize($1, NFD), '([A-Za-z])[\u0300-\u036f]+', '\1', 'g'), NFC)
+$$;
 -- words: the text's words as SQLite's tokenizer splits them (punctuation separates words, so
--- `f1.pdf` is `f1` and `pdf`), lowercased, neither stemmed nor dropped as stop words.
+-- `f1.pdf` is `f1` and `pdf`), folded and lowercased, neither stemmed nor dropped as stop words.
 CREATE TABLE search (
     text TEXT NOT NULL,
     thread TEXT NOT NULL,
@@ -12,8 +17,9 @@ CREATE TABLE search (
     message TEXT,
     at TEXT NOT NULL,
     words TSVECTOR NOT NULL
-        GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(text, '[[:punct:]]+', ' ', 'g')))
-        STORED
+        GENERATED ALWAYS AS (
+            to_tsvector('simple', regexp_replace(search_fold(text), '[[:punct:]]+', ' ', 'g'))
+        ) STORED
 );
 CREATE INDEX search_words ON search USING GIN (words);
 CREATE INDEX search_thread ON search (thread, level, idx);

@@ -292,6 +292,15 @@ async def test_search_weighs_rare_words_over_common_ones_then_prefers_the_newest
     assert [h.message for h in hits] == ["t-0", "t-3", "t-2", "t-1"]
 
 
+async def test_search_ignores_case_and_the_accents_of_latin_letters(store: Store) -> None:
+    await store.add(message(0, "Déjà vu à ZÜRICH"), 5)
+    await store.add(message(1, "Ελλάδα, й"), 5)
+    assert [h.message for h in await store.search("t", "deja zurich", 10)] == ["t-0"]
+    assert [h.message for h in await store.search("t", "DÉJÀ", 10)] == ["t-0"]
+    assert [h.message for h in await store.search("t", "ελλάδα", 10)] == ["t-1"]
+    assert await store.search("t", "ελλαδα и", 10) == []  # other scripts keep their accents
+
+
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite store with two threads, lines and calls by a model whose answers change."""

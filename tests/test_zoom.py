@@ -151,6 +151,7 @@ UNINDEXED = {
         "DROP TABLE search",
         "DROP FUNCTION search_message() CASCADE",  # and its trigger
         "DROP FUNCTION search_line(message)",
+        "DROP FUNCTION search_fold(text)",
     ],
 }
 """How to take a database back to before search."""

@@ -47,10 +47,11 @@ _SPACES = (
 
 SEARCH = f"""
 WITH term AS (
-    SELECT DISTINCT to_tsquery('simple', word) AS query FROM unnest($2::text[]) AS word
+    SELECT DISTINCT to_tsquery('simple', search_fold(word)) AS query
+    FROM unnest($2::text[]) AS word
 ), hit AS MATERIALIZED (
     SELECT {SEARCH_COLUMNS}, words FROM search
-    WHERE thread = $1 AND words @@ to_tsquery('simple', array_to_string($2, ' | '))
+    WHERE thread = $1 AND words @@ to_tsquery('simple', search_fold(array_to_string($2, ' | ')))
 ), weight AS MATERIALIZED (
     SELECT query, ln(1 + (total.n - df + 0.5) / (df + 0.5)) AS idf
     FROM (SELECT query, (SELECT count(*) FROM hit WHERE words @@ query) AS df FROM term) AS counted,
@@ -66,8 +67,8 @@ LIMIT $3
 
 As SQLite's bm25 does, each word counts by its rarity (its idf among the thread's rows; `the` in
 every line counts next to nothing), then by how often it comes in the row (`ts_rank`, divided by
-1 + the log of the row's length, so that a long line does not win by its length alone). Between a
-message and its own line, equal in all that, the message comes first, as on SQLite.
+1 + the log of the row's length, so that a long line does not win by its length alone). Of a
+message and its own line, which rank the same, the message comes first.
 """
 
 CLOSE_TIMEOUT = 10.0
