@@ -13,7 +13,7 @@ import pytest
 
 from history import ClosedError, ConflictError, File, HistorySettings, Message, StoreError, Summary
 from history.contract import Hit, Stored
-from history.store import Store, open_store
+from history.store import Store, open_store, rows
 from history.store.records import ThreadRecords
 from history.summarizer import Ask
 
@@ -63,6 +63,26 @@ def ask(thread: str, index: int, line: str) -> Ask:
         answers=("far too long", line), line=line, input_tokens=7, output_tokens=3,
         outcome="fit",
     )  # fmt: skip
+
+
+def test_each_dialect_reads_its_own_statements_of_a_collection() -> None:
+    sqlite, postgresql = (
+        rows.statements("search.sql", dialect=d) for d in ("sqlite", "postgresql")
+    )
+    assert [" ".join(s.split()[:3]) for s in sqlite] == [
+        "CREATE VIRTUAL TABLE", "INSERT INTO search", "INSERT INTO search",
+        "CREATE TRIGGER search_message",
+    ]  # fmt: skip
+    assert [" ".join(s.split()[:3]) for s in postgresql] == [
+        "CREATE FUNCTION search_fold(TEXT)", "CREATE TABLE search", "CREATE INDEX search_words",
+        "CREATE INDEX search_thread", "CREATE FUNCTION search_line(m",
+        "CREATE FUNCTION search_message()", "CREATE TRIGGER search_message", "INSERT INTO search",
+        "INSERT INTO search",
+    ]  # fmt: skip
+    # Bodies are whole: a trigger's BEGIN ... END, a function's $$ ... $$.
+    assert sqlite[-1].endswith("NEW.thread, 0, NEW.idx, NEW.id, NEW.at;\nEND")
+    assert postgresql[5].endswith("RETURN NULL;\nEND\n$$")
+    assert rows.statements("message.sql", dialect="postgresql") == rows.statements("message.sql")
 
 
 async def test_messages_get_the_threads_next_seq_and_shared_index(store: Store) -> None:

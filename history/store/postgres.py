@@ -378,7 +378,7 @@ class PostgresStore:
     ) -> Loaded:
         records.check_batch(batch)
         async with self._write() as db:
-            # In one order, so that two loads sharing threads never wait for each other in turn.
+            # In one order, so that two loads sharing threads cannot deadlock.
             for thread in sorted(r.thread for r in batch):
                 await self._lock_thread(db, thread)
             plans = [
