@@ -1,5 +1,5 @@
 -- Full-text search over a thread's lines and shared messages (SQLite FTS5; a PostgreSQL store
--- searches with its own full-text index). One row per summary (message null) and per shared
+-- searches with its own full-text index, `search.postgresql.sql`). One row per summary (message null) and per shared
 -- message (level 0, idx its index, message its id, text its line: author, text, file names).
 -- Kept in step with the rows it indexes, in the same transactions; filled from them here.
 CREATE VIRTUAL TABLE search USING fts5(

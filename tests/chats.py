@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 from history import File, History, HistorySettings, Message, Reply, Summarizer, Task
 from history.lines import normalize
 from history.store import Store
+from history.store.records import ThreadRecords
 from history.summarizer import Ask
 from history.trace import outline_json, summary_json
 
@@ -101,3 +103,9 @@ async def trace(store: Store) -> str:
         outlines.append(outline_json(outline))
     summaries = [summary_json(s) for s in await store.summaries()]
     return json.dumps({"summaries": summaries, "outlines": outlines}, ensure_ascii=False)
+
+
+def without_epoch(records: ThreadRecords | None) -> ThreadRecords:
+    """The records with what is per store (the outline's epoch and version) blanked."""
+    assert records is not None and records.outline is not None
+    return replace(records, outline=replace(records.outline, epoch="", version=0))

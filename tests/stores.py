@@ -12,7 +12,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -78,10 +78,9 @@ def store_url(kind: str, directory: Path) -> Iterator[str]:
             yield url
 
 
-def run_sql(url: str, statement: str) -> None:
-    """One statement outside any store, to set up a database the way a test needs."""
+def run_sql(url: str, statement: str) -> list[tuple[Any, ...]]:
+    """One statement outside any store, to set up or look into a database: its rows."""
     if url.startswith("postgresql://"):
-        postgres_sql(url, statement)
-    else:
-        with sqlite3.connect(url) as db:
-            db.execute(statement)
+        return [tuple(r.values()) for r in postgres_sql(url, statement)]
+    with closing(sqlite3.connect(url)) as db, db:
+        return db.execute(statement).fetchall()

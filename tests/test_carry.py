@@ -16,11 +16,9 @@ import pytest
 from history import ConflictError, HistorySettings, InputError, NotFoundError
 from history.carry import export, load, read_records
 from history.rebuild import rebuild
-from history.store import Store
-from history.store.records import ThreadRecords
-from history.store.sqlite import SQLiteStore
+from history.store import Store, open_store
 
-from .chats import SMALL, Fickle, ingest, long_chat, trace
+from .chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch
 from .conftest import message
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +27,7 @@ FICKLE = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]
 
 @asynccontextmanager
 async def opened(path: Path | str) -> AsyncIterator[Store]:
-    store = SQLiteStore(str(path))
+    store = open_store(path)
     await store.open()
     try:
         yield store
@@ -41,12 +39,6 @@ async def exported(store: Store, thread: str | None = None) -> str:
     out = io.StringIO()
     await export(store, out, thread)
     return out.getvalue()
-
-
-def without_epoch(records: ThreadRecords | None) -> ThreadRecords:
-    """The records with what is per store (the outline's epoch and version) blanked."""
-    assert records is not None and records.outline is not None
-    return replace(records, outline=replace(records.outline, epoch="", version=0))
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +57,11 @@ def source(written: Path, tmp_path: Path) -> Path:
 
 
 async def test_export_load_and_rebuild_elsewhere_give_the_same_trace_with_no_model_call(
-    source: Path, tmp_path: Path
+    source: Path, database: str
 ) -> None:
     async with opened(source) as store:
         text, expected, calls = await exported(store), await trace(store), await store.calls()
-    async with opened(tmp_path / "other.sqlite") as other:
+    async with opened(database) as other:
         loaded = await load(other, text.splitlines())
         assert (loaded.threads, loaded.skipped) == (2, 0)
         assert loaded.written == len(text.splitlines()) - 1  # all but the header
@@ -85,11 +77,11 @@ async def test_export_load_and_rebuild_elsewhere_give_the_same_trace_with_no_mod
         assert await other.calls() == calls
 
 
-async def test_a_round_trip_is_lossless_record_for_record(source: Path) -> None:
+async def test_a_round_trip_is_lossless_record_for_record(source: Path, database: str) -> None:
     async with opened(source) as store:
         text = await exported(store, "t")
         original = await store.export_thread("t")
-    async with opened(":memory:") as other:
+    async with opened(database) as other:
         await load(other, text.splitlines())
         copy = await other.export_thread("t")
         assert without_epoch(copy) == without_epoch(original)
@@ -97,10 +89,10 @@ async def test_a_round_trip_is_lossless_record_for_record(source: Path) -> None:
         assert await other.threads() == ["t"]
 
 
-async def test_loading_twice_writes_nothing_the_second_time(source: Path) -> None:
+async def test_loading_twice_writes_nothing_the_second_time(source: Path, database: str) -> None:
     async with opened(source) as store:
         text = await exported(store)
-    async with opened(":memory:") as other:
+    async with opened(database) as other:
         first = await load(other, text.splitlines())
         state = await trace(other)
         second = await load(other, text.splitlines())
@@ -108,7 +100,9 @@ async def test_loading_twice_writes_nothing_the_second_time(source: Path) -> Non
         assert await trace(other) == state
 
 
-async def test_a_load_catches_up_a_store_that_holds_an_older_export(tmp_path: Path) -> None:
+async def test_a_load_catches_up_a_store_that_holds_an_older_export(
+    tmp_path: Path, database: str
+) -> None:
     chat = long_chat(200)
     path = tmp_path / "grow.sqlite"
     await ingest(chat[:120], FICKLE, store=str(path), model=Fickle(1))
@@ -117,7 +111,7 @@ async def test_a_load_catches_up_a_store_that_holds_an_older_export(tmp_path: Pa
     await ingest(chat[120:], FICKLE, store=str(path), model=Fickle(3))
     async with opened(path) as store:
         newer, expected = await exported(store), await trace(store)
-    async with opened(":memory:") as other:
+    async with opened(database) as other:
         await load(other, older.splitlines())
         done = await load(other, newer.splitlines())
         assert done.skipped > 0 and done.written > 0
@@ -127,7 +121,7 @@ async def test_a_load_catches_up_a_store_that_holds_an_older_export(tmp_path: Pa
 
 
 async def test_a_load_that_contradicts_the_store_is_refused_before_anything_is_written(
-    source: Path,
+    source: Path, database: str
 ) -> None:
     async with opened(source) as store:
         text = await exported(store)
@@ -139,7 +133,7 @@ async def test_a_load_that_contradicts_the_store_is_refused_before_anything_is_w
         else r
         for r in lines
     ]
-    async with opened(":memory:") as other:
+    async with opened(database) as other:
         await load(other, [json.dumps(r) for r in lines if r.get("thread") == "u"])
         before = await trace(other)
         with pytest.raises(
@@ -150,15 +144,17 @@ async def test_a_load_that_contradicts_the_store_is_refused_before_anything_is_w
         assert await other.threads() == ["u"]  # thread t, earlier in the file, was not written
 
 
-async def test_a_message_stored_with_other_content_or_place_is_refused(source: Path) -> None:
+async def test_a_message_stored_with_other_content_or_place_is_refused(
+    source: Path, database: str
+) -> None:
     async with opened(source) as store:
         text = await exported(store, "t")
-    async with opened(":memory:") as other:
+    async with opened(database) as other:
         await other.add(message(0, "something else entirely", thread="t"), 9)
         with pytest.raises(ConflictError, match="message 't-0' is stored with other content"):
             await load(other, text.splitlines())
         assert len(await other.pending("t", -1, 1_000)) == 1
-    async with opened(":memory:") as other:
+        await other.erase("t")
         await other.add(replace(message(0, "hi", thread="t"), id="x-0"), 9)
         with pytest.raises(ConflictError, match="'t-0' would take seq 0 of thread 't', which"):
             await load(other, text.splitlines())

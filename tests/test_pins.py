@@ -20,6 +20,7 @@ from history import (
     UnpinnedError,
 )
 from history.pins import model_key, pinned
+from history.store import Store
 from history.store.records import ThreadRecords
 from history.store.sqlite import SQLiteStore
 from history.summarizer import Ask, Exhausted, write
@@ -169,9 +170,7 @@ async def test_a_refused_miss_in_the_plugin_waits_and_never_writes_a_cut_line(
     assert stopped
 
 
-async def test_a_replace_refuses_a_thread_that_changed_since_it_was_read() -> None:
-    store = SQLiteStore(":memory:")
-    await store.open()
+async def test_a_replace_refuses_a_thread_that_changed_since_it_was_read(store: Store) -> None:
     await store.add(message(0, "hello"), 5)
     read = await store.export_thread("t")
     assert read is not None and read.outline is not None
@@ -183,4 +182,3 @@ async def test_a_replace_refuses_a_thread_that_changed_since_it_was_read() -> No
     with pytest.raises(StoreError, match="erased while it was rebuilt"):
         await store.load_records([read], replace=True)
     assert await store.threads() == []  # the erased thread is not brought back
-    await store.close()

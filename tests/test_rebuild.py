@@ -6,21 +6,22 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import pytest
 
 from history import HistorySettings, NotFoundError, Summarizer, UnpinnedError
 from history.rebuild import rebuild
-from history.store import Store
-from history.store.sqlite import SQLiteStore
+from history.store import Store, open_store
 
 from .chats import SMALL, Fickle, ingest, long_chat, trace
+from .stores import run_sql
 
 pytestmark = pytest.mark.anyio
 
 
 @asynccontextmanager
-async def opened(path: Path) -> AsyncIterator[Store]:
-    store = SQLiteStore(str(path))
+async def opened(path: Path | str) -> AsyncIterator[Store]:
+    store = open_store(path)
     await store.open()
     try:
         yield store
@@ -108,18 +109,37 @@ async def test_a_rebuild_of_a_thread_that_is_not_stored_is_refused(tmp_path: Pat
             await rebuild(store, "nope", settings("echo"))
 
 
-async def test_search_finds_the_rebuilt_lines_once(tmp_path: Path) -> None:
-    import sqlite3
-
+async def test_a_rebuild_gives_the_same_trace_on_every_store(database: str, tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    await ingest(long_chat(120), settings("scripted"), store=str(path))
+    await ingest(long_chat(200), settings("fickle"), store=str(path), model=Fickle(1))
+    wider = settings("fickle", outline=(900, 2_000))
     async with opened(path) as store:
+        exported = await store.export_thread("t")
+        assert exported is not None
+        done = await rebuild(store, "t", wider, model=Fickle(2))
+        expected, calls = await trace(store), await store.calls()
+    async with opened(database) as store:
+        await store.load_records([exported])
+        again = await rebuild(store, "t", wider, model=Fickle(2))
+        assert (await trace(store), await store.calls()) == (expected, calls)
+    assert again.model_calls == done.model_calls == 0
+    assert (again.asks, again.replayed, again.summaries) == (
+        done.asks,
+        done.replayed,
+        done.summaries,
+    )
+
+
+async def test_search_finds_the_rebuilt_lines_once(database: str) -> None:
+    await ingest(long_chat(120), settings("scripted"), store=database)
+    async with opened(database) as store:
         before = {n.text for n in await store.summaries("t")}
         await rebuild(store, "t", settings("scripted", line=300), allow_model_calls=True)
         nodes = await store.summaries("t")
         assert {n.text for n in nodes} != before
         hits = await store.search("t", nodes[-1].text, 400)
-    with sqlite3.connect(path) as db:
-        (indexed,) = db.execute("SELECT count(*) FROM search WHERE message IS NULL").fetchone()
-    assert indexed == len(nodes)
+    found = await anyio.to_thread.run_sync(
+        run_sql, database, "SELECT count(*) FROM search WHERE message IS NULL"
+    )
+    assert found == [(len(nodes),)]
     assert any(h.level == nodes[-1].level and h.index == nodes[-1].index for h in hits)

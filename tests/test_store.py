@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import timedelta, timezone
+from pathlib import Path
 
 import anyio
 import pytest
 
-from history import ClosedError, ConflictError, File, Message, StoreError, Summary
-from history.store import Store, open_store
+from history import ClosedError, ConflictError, File, HistorySettings, Message, StoreError, Summary
+from history.contract import Hit, Stored
+from history.store import Store, open_store, rows
+from history.store.records import ThreadRecords
 from history.summarizer import Ask
 
+from .chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch
 from .conftest import START, message
 from .stores import run_sql
 
@@ -24,12 +31,58 @@ def leaf(thread: str, index: int, text: str, message_id: str) -> Summary:
     )  # fmt: skip
 
 
+def node(thread: str, level: int, index: int, text: str) -> Summary:
+    return Summary(
+        thread=thread, level=level, index=index, text=text, bytes=len(text.encode()),
+        message=None, at=START + timedelta(minutes=index),
+    )  # fmt: skip
+
+
+async def write(store: Store, thread: str, nodes: list[Summary]) -> None:
+    """Commit nodes into the thread, as a batch of the processor would."""
+    before = await store.outline(thread)
+    assert before is not None
+    after = before.copy()
+    after.position = 0
+    assert await store.commit(before, after, nodes, [], "m", lines_changed=False)
+
+
+@asynccontextmanager
+async def opened(where: str) -> AsyncIterator[Store]:
+    store = open_store(where)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
 def ask(thread: str, index: int, line: str) -> Ask:
     return Ask(
         thread=thread, level=0, index=index, prompts=(f"task {index}", "again"),
         answers=("far too long", line), line=line, input_tokens=7, output_tokens=3,
         outcome="fit",
     )  # fmt: skip
+
+
+def test_each_dialect_reads_its_own_statements_of_a_collection() -> None:
+    sqlite, postgresql = (
+        rows.statements("search.sql", dialect=d) for d in ("sqlite", "postgresql")
+    )
+    assert [" ".join(s.split()[:3]) for s in sqlite] == [
+        "CREATE VIRTUAL TABLE", "INSERT INTO search", "INSERT INTO search",
+        "CREATE TRIGGER search_message",
+    ]  # fmt: skip
+    assert [" ".join(s.split()[:3]) for s in postgresql] == [
+        "CREATE FUNCTION search_fold(TEXT)", "CREATE TABLE search", "CREATE INDEX search_words",
+        "CREATE INDEX search_thread", "CREATE FUNCTION search_line(m",
+        "CREATE FUNCTION search_message()", "CREATE TRIGGER search_message", "INSERT INTO search",
+        "INSERT INTO search",
+    ]  # fmt: skip
+    # Bodies are whole: a trigger's BEGIN ... END, a function's $$ ... $$.
+    assert sqlite[-1].endswith("NEW.thread, 0, NEW.idx, NEW.id, NEW.at;\nEND")
+    assert postgresql[5].endswith("RETURN NULL;\nEND\n$$")
+    assert rows.statements("message.sql", dialect="postgresql") == rows.statements("message.sql")
 
 
 async def test_messages_get_the_threads_next_seq_and_shared_index(store: Store) -> None:
@@ -207,3 +260,127 @@ async def test_a_claim_is_granted_and_released(store: Store) -> None:
         assert granted
     async with store.claim("t") as granted:
         assert granted
+
+
+async def test_nodes_are_read_by_key_in_the_order_asked(store: Store) -> None:
+    await store.add(message(0, "hi"), 5)
+    await store.add(message(0, "hi", thread="u"), 5)
+    await write(store, "t", [node("t", 0, k, f"line {k}") for k in range(1000)])
+    await write(store, "u", [node("u", 0, 0, "other"), node("u", 1, 3, "other")])
+    keys = [(0, 999), (1, 3), (0, 5), (2, 0), (0, 0)]
+    assert [(n.level, n.index, n.text) for n in await store.nodes("t", keys)] == [
+        (0, 999, "line 999"), (0, 5, "line 5"), (0, 0, "line 0"),
+    ]  # fmt: skip
+    every = [(0, k) for k in reversed(range(1000))]  # more keys than one statement takes
+    assert await store.nodes("t", every) == list(reversed(await store.summaries("t")))
+    assert await store.nodes("t", []) == []
+
+
+async def test_search_finds_shared_messages_and_lines_by_any_word(store: Store) -> None:
+    pdf = File(name="plan.pdf", mime="application/pdf", size=10)
+    for m in [
+        message(0, "the venue is booked"),
+        message(1, "lunch at noon,\nthen the venue", files=(pdf,)),
+        message(2, "venue tool call", step=True),
+        message(0, "the venue", thread="u"),
+    ]:
+        await store.add(m, 5)
+    await write(store, "t", [node("t", 1, 0, "Both agree on the venue")])
+
+    hits = await store.search("t", "Venue, PDF?", 10)
+    assert hits[0] == Hit(
+        label="1+1", level=0, index=1, text="Ana → north: lunch at noon, then the venue [plan.pdf]",
+        at=START + timedelta(minutes=1), message="t-1",
+    )  # fmt: skip
+    assert {(h.label, h.message) for h in hits[1:]} == {("0+1", "t-0"), ("0+2", None)}
+    assert len(await store.search("t", "venue", 2)) == 2
+    assert await store.search("t", "tool", 10) == []  # steps are not searched
+    assert await store.search("t", "?!", 10) == await store.search("t", "venue", 0) == []
+    assert [(h.label, h.message) for h in await store.search("u", "venue", 10)] == [("0+1", "u-0")]
+
+    assert await store.erase("t")
+    assert await store.search("t", "venue", 10) == []
+    assert len(await store.search("u", "venue", 10)) == 1
+
+
+async def test_search_weighs_rare_words_over_common_ones_then_prefers_the_newest(
+    store: Store,
+) -> None:
+    for k, text in enumerate(["venue", "the the the the", "the the the the", "the the the the"]):
+        await store.add(message(k, text), 5)
+    hits = await store.search("t", "the venue", 10)
+    assert [h.message for h in hits] == ["t-0", "t-3", "t-2", "t-1"]
+
+
+async def test_search_ignores_case_and_the_accents_of_latin_letters(store: Store) -> None:
+    await store.add(message(0, "Déjà vu à ZÜRICH"), 5)
+    await store.add(message(1, "Ελλάδα, й"), 5)
+    assert [h.message for h in await store.search("t", "deja zurich", 10)] == ["t-0"]
+    assert [h.message for h in await store.search("t", "DÉJÀ", 10)] == ["t-0"]
+    assert [h.message for h in await store.search("t", "ελλάδα", 10)] == ["t-1"]
+    assert await store.search("t", "ελλαδα и", 10) == []  # other scripts keep their accents
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite store with two threads, lines and calls by a model whose answers change."""
+    path = tmp_path_factory.mktemp("written") / "source.sqlite"
+    chat = long_chat(160) + long_chat(60, thread="u", seed=5)
+    settings = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]
+    anyio.run(lambda: ingest(chat, settings, store=str(path), model=Fickle(1)))
+    return path
+
+
+def indexed(database: str) -> list[tuple[str, bool, int]]:
+    """How many rows the search index holds per thread, for lines and for messages."""
+    return [
+        (thread, bool(message), count)
+        for thread, message, count in run_sql(
+            database,
+            "SELECT thread, message IS NOT NULL, count(*) FROM search "
+            "GROUP BY thread, message IS NOT NULL ORDER BY thread, message IS NOT NULL",
+        )
+    ]
+
+
+async def test_threads_carried_to_another_store_and_back_are_unchanged(
+    store: Store, database: str, written: Path
+) -> None:
+    async with opened(str(written)) as source:
+        exported = [await source.export_thread(thread) for thread in ("t", "u")]
+        expected, calls = await trace(source), await source.calls()
+    batch = [r for r in exported if r is not None]
+    loaded = await store.load_records(batch)
+    records = sum(len(r.messages) + len(r.summaries) + len(r.calls) + 1 for r in batch)
+    assert (loaded.threads, loaded.written, loaded.skipped) == (2, records, 0)
+    assert (await trace(store), await store.calls()) == (expected, calls)
+    copies = [await store.export_thread(thread) for thread in ("t", "u")]
+    assert [without_epoch(c) for c in copies] == [without_epoch(r) for r in batch]
+    shared = {r.thread: sum(not s.message.step for s in r.messages) for r in batch}
+    assert await anyio.to_thread.run_sync(indexed, database) == [
+        (r.thread, kind, len(r.summaries) if not kind else shared[r.thread])
+        for r in batch for kind in (False, True)
+    ]  # fmt: skip
+    again = await store.load_records(batch)
+    assert (again.written, again.skipped) == (0, records)
+
+    async with opened(":memory:") as back:
+        await back.load_records([c for c in copies if c is not None])
+        assert (await trace(back), await back.calls()) == (expected, calls)
+        assert [without_epoch(await back.export_thread(t)) for t in ("t", "u")] == [
+            without_epoch(r) for r in batch
+        ]
+
+
+async def test_a_load_that_contradicts_the_store_writes_nothing(store: Store) -> None:
+    await store.add(message(0, "hello"), 5)
+    await write(store, "t", [node("t", 0, 0, "the line")])
+    exported = await store.export_thread("t")
+    assert exported is not None
+    other = message(0, "elsewhere", thread="u")
+    changed = replace(exported, summaries=(node("t", 0, 0, "another line"),))
+    with pytest.raises(ConflictError, match="node 't:0:0' is stored with other text"):
+        await store.load_records([ThreadRecords(thread="u", messages=(Stored(
+            message=other, seq=0, index=0, weight=5),)), changed])  # fmt: skip
+    assert await store.threads() == ["t"]  # thread u, first in the batch, was not written
+    assert await store.search("u", "elsewhere", 10) == []

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from history import NotFoundError, prompt_text, search, view, zoom
+from history import File, NotFoundError, prompt_text, search, view, zoom
 
 from .conftest import exchange, message
+from .stores import run_sql
 
 pytestmark = pytest.mark.anyio
 
@@ -23,11 +23,11 @@ FILLER = [
 ]
 
 
-async def test_a_price_settled_early_stays_in_reach(open_history: Opener) -> None:
+async def test_a_price_settled_early_stays_in_reach(open_history: Opener, database: str) -> None:
     texts = ["We need a plan for the launch.", "We settled the price: 4,200 EUR per seat, final."]
     texts += [FILLER[k % 3].format(k=k) for k in range(150)]
     settings = {"tail": (200, 400), "outline": (1000, 2000)}
-    async with open_history(summarizer="echo", **settings) as run:
+    async with open_history(summarizer="echo", store=database, **settings) as run:
         await run.send(*exchange(texts))
         outline = await run.history.outline("t")
         sent = await view(run.history, "t", agent="north")
@@ -111,8 +111,8 @@ async def test_a_label_that_is_not_a_node_is_refused_clearly(
             await zoom(run.history, "t", label)
 
 
-async def test_search_ranks_by_relevance_then_recency(open_history: Opener) -> None:
-    async with open_history(tail=(1000, 2000)) as run:
+async def test_search_ranks_by_relevance_then_recency(open_history: Opener, database: str) -> None:
+    async with open_history(tail=(1000, 2000), store=database) as run:
         await run.send(
             message(0, "the venue is booked"),
             message(1, "lunch at noon"),
@@ -127,8 +127,9 @@ async def test_search_ranks_by_relevance_then_recency(open_history: Opener) -> N
     assert nothing == []
 
 
-async def test_search_finds_lines_once_per_label(open_history: Opener) -> None:
-    async with open_history(summarizer="scripted", tail=(30, 60), line=64, kept=2) as run:
+async def test_search_finds_lines_once_per_label(open_history: Opener, database: str) -> None:
+    settings = {"summarizer": "scripted", "tail": (30, 60), "line": 64, "kept": 2}
+    async with open_history(store=database, **settings) as run:
         long = "the budget for the stage lights, " * 3
         await run.send(*exchange([long, "anything else", "more", "and more", "the end"]))
         hits = await search(run.history, "t", "budget", limit=5)
@@ -136,23 +137,45 @@ async def test_search_finds_lines_once_per_label(open_history: Opener) -> None:
     assert [(h.label, h.level, h.message) for h in hits] == [("0+1", 0, "t-0")]
 
 
-async def test_search_forgets_an_erased_thread(open_history: Opener) -> None:
-    async with open_history(tail=(30, 60)) as run:
+async def test_search_forgets_an_erased_thread(open_history: Opener, database: str) -> None:
+    async with open_history(tail=(30, 60), store=database) as run:
         await run.send(*exchange(["the venue is booked", "a", "b", "c"]))
         assert [h.label for h in await search(run.history, "t", "venue")] == ["0+1", "0+2"]
         await run.history.thread_deleted("t")
         assert await search(run.history, "t", "venue") == []
 
 
+UNINDEXED = {
+    "sqlite": ["DROP TABLE search", "DROP TRIGGER search_message"],
+    "postgresql": [
+        "DROP TABLE search",
+        "DROP FUNCTION search_message() CASCADE",  # and its trigger
+        "DROP FUNCTION search_line(message)",
+        "DROP FUNCTION search_fold(text)",
+    ],
+}
+"""How to take a database back to before search."""
+
+
 async def test_an_older_database_is_indexed_when_opened(
-    open_history: Opener, tmp_path: Path
+    open_history: Opener, database: str
 ) -> None:
-    async with open_history(tail=(1000, 2000)) as run:
-        await run.send(*exchange(["the venue is booked"]))
-    with sqlite3.connect(tmp_path / "history.sqlite") as db:
-        db.execute("DROP TABLE search")
-        db.execute("DROP TRIGGER search_message")
-        db.execute("DELETE FROM migration WHERE name = '0005_search'")
-    async with open_history(tail=(1000, 2000)) as run:
-        hits = await search(run.history, "t", "venue")
-    assert [(h.label, h.text) for h in hits] == [("0+1", "Ana → north: the venue is booked")]
+    pdf = File(name="plan.pdf", mime="application/pdf", size=10)
+    sent = exchange(["the venue is booked", "a", "b"])
+    sent += [message(6, "a venue tool call", step=True), message(7, "the\nvenue", files=(pdf,))]
+    async with open_history(tail=(30, 60), store=database) as run:
+        await run.send(*sent)
+        expected = await search(run.history, "t", "venue plan")
+    kind = "postgresql" if database.startswith("postgresql://") else "sqlite"
+    for statement in [*UNINDEXED[kind], "DELETE FROM migration WHERE name = '0005_search'"]:
+        await anyio.to_thread.run_sync(run_sql, database, statement)
+    async with open_history(tail=(30, 60), store=database) as run:
+        hits = await search(run.history, "t", "venue plan")
+    # The labels and lines come back; which of a message and its own line stands for the label
+    # may change, as they rank the same.
+    assert [(h.label, h.text) for h in hits] == [(h.label, h.text) for h in expected]
+    assert [(h.label, h.level, h.text) for h in hits] == [
+        ("6+1", 0, "Ana → north: the venue [plan.pdf]"),
+        ("0+1", 0, "Ana → north: the venue is booked"),
+        ("0+2", 1, "Ana → north: the venue is booked north → Ana: ok"),
+    ]

@@ -1,6 +1,8 @@
 """The shared store: PostgreSQL through an asyncpg pool, for several servers and workers.
 
-The collections are the same SQL files as SQLite's. What several processes need on top:
+The collections are the same SQL files as SQLite's, but for search: `search.postgresql.sql`
+indexes with PostgreSQL's full-text search where SQLite has FTS5. What several processes need on
+top:
 
 - a thread's `seq` is assigned under a transaction-scoped advisory lock on the thread, so two
   processes storing messages of one thread at once commit them in order with no gaps (an erase
@@ -17,6 +19,7 @@ become StoreError here and nowhere else.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
@@ -26,12 +29,14 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import asyncpg
 
-from ..contract import Message, Outline, Stored, Summary
+from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
-from . import rows
+from . import records, rows
 from .claims import DRIVER_ERRORS, Claims, quietly
-from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SUMMARY_COLUMNS
+from .postgres_records import apply, foreign, thread_records
+from .records import Loaded, ThreadRecords
+from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
 
 _SPACES = (
     "SELECT hashtext('chat-history:seq:' || current_schema()), "
@@ -40,14 +45,34 @@ _SPACES = (
 )
 """Advisory lock namespaces, one per schema: stores in other schemas of a database never meet."""
 
+SEARCH = f"""
+WITH term AS (
+    SELECT DISTINCT to_tsquery('simple', search_fold(word)) AS query
+    FROM unnest($2::text[]) AS word
+), hit AS MATERIALIZED (
+    SELECT {SEARCH_COLUMNS}, words FROM search
+    WHERE thread = $1 AND words @@ to_tsquery('simple', search_fold(array_to_string($2, ' | ')))
+), weight AS MATERIALIZED (
+    SELECT query, ln(1 + (total.n - df + 0.5) / (df + 0.5)) AS idf
+    FROM (SELECT query, (SELECT count(*) FROM hit WHERE words @@ query) AS df FROM term) AS counted,
+         (SELECT count(*) AS n FROM search WHERE thread = $1) AS total
+    WHERE df > 0
+)
+SELECT {SEARCH_COLUMNS} FROM hit
+ORDER BY (SELECT sum(idf * ts_rank(words, query, 1)) FROM weight) DESC, at COLLATE "C" DESC,
+         level, idx, message IS NULL
+LIMIT $3
+"""
+"""The thread's rows with any of the words ($2), the most relevant first (at most $3).
+
+As SQLite's bm25 does, each word counts by its rarity (its idf among the thread's rows; `the` in
+every line counts next to nothing), then by how often it comes in the row (`ts_rank`, divided by
+1 + the log of the row's length, so that a long line does not win by its length alone). Of a
+message and its own line, which rank the same, the message comes first.
+"""
+
 CLOSE_TIMEOUT = 10.0
 """Seconds closing waits for connections in use before it drops them."""
-
-
-def _numbered(sql: str) -> str:
-    """`a = ?, b = ?` in asyncpg's style: `a = $1, b = $2` (the SQL holds no `?` otherwise)."""
-    parts = sql.split("?")
-    return "".join(f"{part}${k}" for k, part in enumerate(parts[:-1], start=1)) + parts[-1]
 
 
 class _Stale(Exception):
@@ -145,7 +170,7 @@ class PostgresStore:
                 await db.execute(lock, migrate_space)
                 if await db.fetchval("SELECT 1 FROM migration WHERE name = $1", name):
                     continue
-                for statement in rows.statements(filename):
+                for statement in rows.statements(filename, dialect="postgresql"):
                     await db.execute(statement)
                 await db.execute(
                     "INSERT INTO migration (name, applied) VALUES ($1, $2)",
@@ -160,7 +185,7 @@ class PostgresStore:
             # seq in turn.
             await self._lock_thread(db, message.thread)
             placed = await db.fetchrow(
-                _numbered(rows.INSERT_MESSAGE), *rows.insert_message_args(message, weight)
+                rows.numbered(rows.INSERT_MESSAGE), *rows.insert_message_args(message, weight)
             )
             if placed is None:
                 # ON CONFLICT waited for any other writer of the id: its row is committed now.
@@ -251,7 +276,7 @@ class PostgresStore:
         assignments, values = rows.outline_update(after, lines_changed=lines_changed)
         # The UPDATE locks the outline row: a concurrent commit of the thread waits, then finds
         # the version moved and matches nothing.
-        update = _numbered(
+        update = rows.numbered(
             f"UPDATE outline SET {assignments}, version = version + 1 "
             "WHERE thread = ? AND epoch = ? AND version = ?"
         )
@@ -268,6 +293,10 @@ class PostgresStore:
                     await db.executemany(
                         f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7)",
                         [rows.summary_row(node) for node in written],
+                    )
+                    await db.executemany(
+                        f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6)",
+                        [rows.summary_search_row(node) for node in written],
                     )
                 if asks:
                     first = await db.fetchval(
@@ -290,7 +319,7 @@ class PostgresStore:
             erased = 0
             # The outline goes first: its row lock waits for a commit in flight, and the later
             # deletes (each a new snapshot) then see that commit's summaries and calls.
-            for table in ("outline", "message", "summary", "call"):
+            for table in ("outline", "message", "summary", "call", "search"):
                 status = await db.execute(f"DELETE FROM {table} WHERE thread = $1", thread)
                 erased += int(status.rsplit(" ", 1)[-1])
         return erased > 0
@@ -318,6 +347,56 @@ class PostgresStore:
                 f'SELECT {CALL_COLUMNS} FROM call {where} ORDER BY thread COLLATE "C", n', *args
             )
         return [rows.ask_from_row(_values(r)) for r in found]
+
+    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
+        if not keys:
+            return []
+        async with self._read() as db:
+            found = await db.fetch(
+                f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = $1 AND (level, idx) IN "
+                "(SELECT * FROM unnest($2::integer[], $3::bigint[]))",
+                thread, [level for level, _ in keys], [index for _, index in keys],
+            )  # fmt: skip
+        nodes = (rows.summary_from_row(_values(r)) for r in found)
+        by_key = {(node.level, node.index): node for node in nodes}
+        return [by_key[key] for key in keys if key in by_key]
+
+    async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
+        words = re.findall(r"\w+", query)  # the words SQLite's search matches any of
+        if not words or limit <= 0:
+            return []
+        async with self._read() as db:
+            found = await db.fetch(SEARCH, thread, words, limit)
+        return [rows.hit_from_row(_values(r)) for r in found]
+
+    async def export_thread(self, thread: str) -> ThreadRecords | None:
+        async with self._read() as db, db.transaction(isolation="repeatable_read", readonly=True):
+            return await thread_records(db, thread, lock=False)
+
+    async def load_records(
+        self, batch: Sequence[ThreadRecords], *, replace: bool = False
+    ) -> Loaded:
+        records.check_batch(batch)
+        async with self._write() as db:
+            # In one order, so that two loads sharing threads cannot deadlock.
+            for thread in sorted(r.thread for r in batch):
+                await self._lock_thread(db, thread)
+            plans = [
+                records.plan(
+                    await thread_records(db, incoming.thread, lock=True),
+                    incoming,
+                    foreign=await foreign(db, incoming),
+                    replace=replace,
+                )
+                for incoming in batch
+            ]  # every plan first: a contradiction is refused before anything is written
+            for plan in plans:
+                await apply(db, plan)
+        return Loaded(
+            threads=len(plans),
+            written=sum(p.written for p in plans),
+            skipped=sum(p.skipped for p in plans),
+        )
 
     def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
         if self._claims is None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections import deque
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..contract import Entry, File, Hit, Message, Outline, Stored, Summary, TailItem, format_at
 from ..errors import ConflictError
@@ -43,24 +44,46 @@ CALL_COLUMNS = (
 )
 
 
-def statements(filename: str) -> list[str]:
-    """The SQL statements of one collection file, comments dropped.
+Dialect = Literal["sqlite", "postgresql"]
 
-    A statement ends with a `;` at the end of a line, except inside a trigger's BEGIN ... END.
+
+def statements(filename: str, *, dialect: Dialect = "sqlite") -> list[str]:
+    """The SQL statements of one collection file in a dialect, comments dropped.
+
+    Where the dialects differ, a collection has a variant for PostgreSQL next to it
+    (`search.postgresql.sql` beside `search.sql`); otherwise both read the one file. A statement
+    ends with a `;` at the end of a line, except inside a body: a trigger's BEGIN ... END
+    (SQLite) or a function's `$$ ... $$` (PostgreSQL).
     """
-    text = (COLLECTIONS / filename).read_text(encoding="utf-8")
+    path = COLLECTIONS / filename
+    variant = path.with_suffix(f".{dialect}.sql")
+    text = (variant if variant.exists() else path).read_text(encoding="utf-8")
     found, current = [], []
     for line in text.splitlines():
         if line.lstrip().startswith("--") or not line.strip():
             continue
         current.append(line)
-        body = current[0].lstrip().upper().startswith("CREATE TRIGGER")
-        if line.rstrip().endswith(";") and (not body or line.strip().upper() == "END;"):
+        if line.rstrip().endswith(";") and not _in_body("\n".join(current)):
             found.append("\n".join(current).rstrip().removesuffix(";"))
             current = []
     if current:
         found.append("\n".join(current))
     return found
+
+
+def _in_body(statement: str) -> bool:
+    """Whether a statement's last `;` so far is inside a trigger's or a function's body."""
+    if statement.count("$$") % 2:
+        return True
+    upper = statement.upper()
+    trigger = upper.lstrip().startswith("CREATE TRIGGER") and re.search(r"\bBEGIN\b", upper)
+    return bool(trigger) and upper.splitlines()[-1].strip() != "END;"
+
+
+def numbered(sql: str) -> str:
+    """`a = ?, b = ?` in PostgreSQL's style: `a = $1, b = $2` (the SQL holds no `?` otherwise)."""
+    parts = sql.split("?")
+    return "".join(f"{part}${k}" for k, part in enumerate(parts[:-1], start=1)) + parts[-1]
 
 
 def parse(at: str | None) -> datetime | None:
