@@ -294,7 +294,7 @@ class SQLiteStore:
         async with self._read() as db:
             found = await db.execute_fetchall(
                 f"SELECT {SEARCH_COLUMNS} FROM search WHERE search MATCH ? AND thread = ? "
-                "ORDER BY rank, at DESC, level, idx LIMIT ?",
+                "ORDER BY rank, at DESC, level, idx, message IS NULL LIMIT ?",
                 (words, thread, limit),
             )
         return [rows.hit_from_row(r) for r in found]
