@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 BATCH = 256
 NODE_CACHE = 4096
+WARM_THREADS = 256
+"""Threads whose outline, recent nodes and tail messages stay in memory between messages."""
 LARGE_TEXT = 100_000
 """Texts longer than this are weighed on a worker thread, so the event loop keeps serving."""
 
@@ -264,8 +266,18 @@ class History:
         finally:
             self._wake.pop(thread, None)
             self._running.discard(thread)
+            self._keep_warm(thread)
             if not self._running:
                 self._idle.set()
+
+    def _keep_warm(self, thread: str) -> None:
+        """Keep what the threads worked on last in memory, and forget the rest: a store with
+        many threads must not grow the process for months."""
+        if thread in self._states:
+            self._states[thread] = self._states.pop(thread)  # the newest, last
+        for idle in list(self._states)[: max(0, len(self._states) - WARM_THREADS)]:
+            if idle not in self._running:
+                self._forget(idle)
 
     async def _catch_up(self, thread: str) -> None:
         while True:

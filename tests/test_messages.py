@@ -177,3 +177,19 @@ async def test_an_error_in_the_block_comes_out_as_it_was_raised(tmp_path: Any) -
         async with History(HistorySettings(summarizer="echo"), store=tmp_path / "h.sqlite") as h:
             await h.message_created(message(0, "hi"))
             await h.message_created(message(0, "other"))
+
+
+async def test_only_the_threads_worked_on_last_stay_in_memory(
+    open_history: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from history import plugin
+
+    monkeypatch.setattr(plugin, "WARM_THREADS", 3)
+    async with open_history(tail=(5, 10), kept=1) as run:
+        for k in range(8):
+            await run.send(message(0, "hello there", thread=f"t{k}"))
+        await run.send(message(1, "again", thread="t2"))
+        warm = list(run.history._states)
+        outline = await run.history.outline("t2")
+    assert warm == ["t6", "t7", "t2"]
+    assert outline is not None and [t.id for t in outline.tail] == ["t2-1"]
