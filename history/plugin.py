@@ -37,7 +37,8 @@ from .summarizer import INSTRUCTIONS, Ask, Summarizer, Task, summarizer_for, wri
 log = logging.getLogger(__name__)
 
 BATCH = 256
-NODE_CACHE = 4096
+NODE_CACHE = 256
+"""Nodes a thread keeps in memory (left siblings, lines before a message) before starting over."""
 WARM_THREADS = 256
 """Threads whose outline, recent nodes and tail messages stay in memory between messages."""
 LARGE_TEXT = 100_000
