@@ -136,7 +136,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             return "\n".join(f"{hit.label}|{hit.text}" for hit in hits)
 
         return FunctionToolset(
-            [Tool(zoom_tool, name="zoom"), Tool(search_tool, name="search_history")]
+            [Tool(zoom_tool, name="zoom", max_retries=3), Tool(search_tool, name="search_history")]
         )
 
     async def prepare_model_request(
