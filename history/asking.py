@@ -37,6 +37,8 @@ class Counters:
     """Asks that kept failing and fell back to a cut of their input."""
     input_tokens: int = 0
     output_tokens: int = 0
+    refused: int = 0
+    """Threads left unprocessed because a replay refused to call the model."""
 
 
 class Asker:

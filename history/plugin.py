@@ -24,15 +24,23 @@ from pydantic_ai.models import Model
 
 from .asking import Asker, Counters
 from .contract import Message, Outline, Stored, Summary
-from .errors import ClosedError, InputError, StoreError, SummarizerError
+from .errors import (
+    ClosedError,
+    ConfigurationError,
+    InputError,
+    StoreError,
+    SummarizerError,
+    UnpinnedError,
+)
 from .metering import Usage, usage
+from .pins import model_key
 from .processors.compact import Vanished, compact
 from .processors.erase import erase
 from .processors.summarize import Nodes
 from .processors.weight import encoding, weight
 from .settings import HistorySettings
 from .store import Store, open_store
-from .summarizer import INSTRUCTIONS, Ask, Summarizer, Task, summarizer_for, write
+from .summarizer import Ask, Summarizer, Task, summarizer_for, write
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +96,19 @@ class History:
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigurationError(
+                f"concurrency must be a whole number >= 1, got {concurrency!r}"
+            )
+        if not timeout > 0 or not 0 <= pause <= max_pause:
+            raise ConfigurationError(
+                f"timeout must be > 0 and 0 <= pause <= max_pause, got {timeout!r}, "
+                f"{pause!r}, {max_pause!r}"
+            )
         if model is None or isinstance(model, Model):
             model = summarizer_for(model or settings.summarizer, settings=settings.model_settings)
         self.summarizer: Summarizer = model
-        self.model_key = f"{model.name}\n{settings.model_settings!r}\n{INSTRUCTIONS}"
+        self.model_key = model_key(model.name, settings.model_settings)
         self.store: Store = store if not isinstance(store, str | Path) else open_store(store)
         self.counters = Counters()
         self._pause, self._max_pause = pause, max_pause
@@ -109,6 +126,8 @@ class History:
         # What a thread's worker already read: committed nodes, and the tail's messages.
         self._nodes: dict[str, dict[tuple[int, int], Summary | None]] = {}
         self._recent: dict[str, dict[str, Stored]] = {}
+        self._erased: dict[str, int] = {}
+        """How often each thread was erased here: a worker's reads from before one are stale."""
 
     async def __aenter__(self) -> Self:
         if self._closed or self._group is not None:
@@ -116,8 +135,12 @@ class History:
         await self.store.open()
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
-        if self._processing:
-            await self.catch_up()
+        try:
+            if self._processing:
+                await self.catch_up()
+        except BaseException as exc:
+            await self.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
         return self
 
     async def __aexit__(
@@ -165,6 +188,7 @@ class History:
         if not isinstance(thread, str) or not thread:
             raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
         erased = await erase(self.store, thread)
+        self._erased[thread] = self._erased.get(thread, 0) + 1
         self._forget(thread)
         return erased
 
@@ -234,11 +258,14 @@ class History:
         self._running.add(thread)
         (group or self._open()).start_soon(self._work, thread, name=f"history:{thread}")
 
-    def _forget(self, thread: str) -> None:
+    def _forget(self, thread: str, *, answers: bool = True) -> None:
+        """Drop what this process holds of a thread; its answers too unless told to keep them
+        (a batch gone stale under another writer is redone with the answers it received)."""
         self._states.pop(thread, None)
         self._nodes.pop(thread, None)
         self._recent.pop(thread, None)
-        self._asker.settle(thread)
+        if answers:
+            self._asker.settle(thread)
 
     async def _work(self, thread: str) -> None:
         failures = 0
@@ -247,6 +274,11 @@ class History:
                 self._dirty.discard(thread)
                 try:
                     await self._catch_up(thread)
+                except UnpinnedError as exc:
+                    # Asking again cannot help: the thread waits until the app allows calls.
+                    log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})
+                    self.counters.refused += 1
+                    return
                 except (SummarizerError, StoreError) as exc:
                     failures += 1
                     pause = min(self._pause * 2 ** (failures - 1), self._max_pause)
@@ -317,10 +349,13 @@ class History:
 
     async def _catch_up_claimed(self, thread: str) -> None:
         while True:
+            erased = self._erased.get(thread, 0)
             state = self._states.get(thread) or await self.store.outline(thread)
             if state is None:
                 return
             batch = await self.store.pending(thread, state.position, BATCH)
+            if self._erased.get(thread, 0) != erased:
+                continue  # erased while we read: start again from what is stored now
             if not batch:
                 self._states[thread] = state
                 return
@@ -330,7 +365,7 @@ class History:
                 try:
                     state = self._states[thread] = await self._process(state, stored)
                 except _Stale:
-                    self._forget(thread)
+                    self._forget(thread, answers=False)
                     break
                 if len(recent) > len(state.tail):
                     whole = {item.id for item in state.tail}

@@ -57,3 +57,37 @@ async def test_an_erase_that_races_a_batch_wins(
         assert outline.boundary == 0 and outline.lines == []
     else:
         assert outline is None
+
+
+async def test_an_erase_while_the_worker_reads_its_pending_messages_wins(tmp_path: Any) -> None:
+    from history import History, HistorySettings, Stored
+    from history.store.sqlite import SQLiteStore
+
+    class Slow(SQLiteStore):
+        hold: anyio.Event | None = None
+        reading = anyio.Event()
+
+        async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
+            if self.hold is not None:
+                self.reading.set()
+                await self.hold.wait()
+            return await super().pending(thread, after, limit)
+
+    store = Slow(str(tmp_path / "h.sqlite"))
+    async with History(HistorySettings(summarizer="echo"), store=store) as history:
+        for k in range(3):
+            await history.message_created(message(k, f"old {k}"))
+        await history.wait()
+        store.hold = anyio.Event()
+        await history.message_created(message(3, "old 3"))
+        with anyio.fail_after(5):
+            await store.reading.wait()  # the worker is reading what is pending
+        await history.thread_deleted("t")
+        await history.message_created(message(0, "a new start"))
+        hold, store.hold = store.hold, None
+        hold.set()
+        with anyio.fail_after(5):
+            await history.wait()
+        outline = await history.outline("t")
+    assert outline is not None and [t.id for t in outline.tail] == ["t-0"]
+    assert outline.position == 0

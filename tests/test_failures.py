@@ -125,7 +125,7 @@ class OnceDown:
 async def test_a_failed_batch_commits_nothing_and_is_retried_when_asked(open_history: Any) -> None:
     model = OnceDown()
     long = "word " * 200
-    plugin = {"pause": 3600.0}
+    plugin = {"pause": 3600.0, "max_pause": 3600.0}
     async with open_history(model=model, plugin=plugin, tail=(1, 2), kept=1) as run:
         # Messages 0..2 leave in one batch when message 3 arrives.
         for k in range(3):
@@ -146,3 +146,45 @@ async def test_a_failed_batch_commits_nothing_and_is_retried_when_asked(open_his
         outline = await run.history.outline("t")
     assert outline.position == 3 and outline.boundary == 3
     assert all(count == 1 for prompt, count in model.calls.items() if "message 2" not in prompt)
+
+
+async def test_a_replay_that_refuses_the_model_leaves_the_thread_waiting(
+    open_history: Any,
+) -> None:
+    from history import Replay
+
+    refusing = Replay(None, [], name="scripted", refuse_misses=True)
+    long = "word " * 200
+    async with open_history(model=refusing, tail=(1, 2), kept=1) as run:
+        with anyio.fail_after(5):
+            await run.send(message(0, long), message(1, "ok"))
+        outline = await run.history.outline("t")
+        counters = run.history.counters
+    assert outline.position == 0  # message 1's batch needed the model: nothing of it committed
+    assert counters.refused == 1 and counters.fallbacks == 0 and counters.asks == 0
+
+
+@pytest.mark.parametrize(
+    "plugin",
+    [{"concurrency": 0}, {"concurrency": True}, {"timeout": 0}, {"pause": 5, "max_pause": 1}],
+)
+def test_plugin_limits_that_cannot_work_are_refused(plugin: dict[str, Any]) -> None:
+    from history import ConfigurationError, History, HistorySettings
+
+    with pytest.raises(ConfigurationError):
+        History(HistorySettings(summarizer="echo"), store=":memory:", **plugin)
+
+
+async def test_a_failed_open_closes_the_store(tmp_path: Any) -> None:
+    from history import History, HistorySettings, StoreError
+    from history.store.sqlite import SQLiteStore
+
+    class Failing(SQLiteStore):
+        async def behind(self) -> list[str]:
+            raise StoreError("the disk is gone")
+
+    store = Failing(str(tmp_path / "h.sqlite"))
+    with pytest.raises(StoreError, match="disk is gone"):
+        async with History(HistorySettings(summarizer="echo"), store=store):
+            pass
+    assert store._db is None
