@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
-import inspect
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import anyio
@@ -26,12 +23,13 @@ from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import report
-from .errors import HistoryError, NotFoundError, StoreError
+from .errors import NotFoundError, StoreError
 from .ingest import FORMATS, Parsed, Problem, conflicts, read, store_all, strays
 from .plugin import History
 from .processors.erase import erase
 from .settings import HistorySettings
 from .store import Store, open_store
+from .view import render_view, search, zoom
 
 NAMES = ("ingest", "threads", "show", "prompt", "zoom", "search", "erase", "demo")
 DEFAULT_DB = "chat-history.sqlite"
@@ -281,56 +279,28 @@ async def _inspect(args: argparse.Namespace) -> int:
 # prompt, zoom, search: the read side
 
 
-def view() -> ModuleType:
-    """The read side, `history.view`; a HistoryError when this install has none."""
-    try:
-        return importlib.import_module("history.view")
-    except ImportError as exc:
-        if exc.name != "history.view":
-            raise
-        raise HistoryError(
-            "this version has no read side (history.view): prompt, zoom and search need it"
-        ) from None
-
-
 async def _read_side(args: argparse.Namespace, settings: HistorySettings) -> int:
-    module = view()
+    """Read only: what is stored and not yet processed is sent whole, as an agent gets it."""
     _must_exist(args.db)
-    async with History(settings, store=args.db) as history:
+    async with History(settings, store=args.db, process=False) as history:
         if await history.outline(args.thread) is None:
             raise NotFoundError(f"no thread {args.thread!r} in {args.db!r}")
-        await history.wait()
         if args.command == "prompt":
-            await print_prompt(module, history, args.thread, agent=args.agent)
+            await print_prompt(history, args.thread, agent=args.agent)
         elif args.command == "zoom":
-            found = module.zoom(history, args.thread, args.label, page=args.page)
-            _print_result(await _maybe(found))
+            opened = await zoom(history, args.thread, args.label, page=args.page)
+            sys.stdout.write(f"{opened.text}\n")
         else:
-            found = module.search(history, args.thread, " ".join(args.words), limit=args.limit)
-            _print_result(await _maybe(found))
+            hits = await search(history, args.thread, " ".join(args.words), limit=args.limit)
+            if not hits:
+                _say("nothing found")
+            sys.stdout.write("".join(f"{hit.label}|{hit.text}\n" for hit in hits))
     return 0
 
 
-async def print_prompt(
-    module: ModuleType, history: History, thread: str, *, agent: str | None
-) -> None:
+async def print_prompt(history: History, thread: str, *, agent: str | None) -> None:
     """The prompt on stdout exactly as sent; its size on stderr, so a pipe gets the prompt only."""
-    result = await _maybe(module.render_view(history, thread, agent=agent))
+    result = await render_view(history, thread, agent=agent)
     sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
     sys.stdout.flush()
     print(f"{result.tokens} tokens, {result.bytes} bytes", file=sys.stderr)
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-def _print_result(result: Any) -> None:
-    """A zoom's text, or search hits one a line as `label|text` (the label to zoom into)."""
-    items = result if isinstance(result, list | tuple) else [result]
-    if not items:
-        _say("nothing found")
-    for item in items:
-        text = item if isinstance(item, str) else getattr(item, "text", str(item))
-        label = getattr(item, "label", None) if isinstance(result, list | tuple) else None
-        sys.stdout.write(f"{text}\n" if label is None else f"{label}|{text}\n")

@@ -26,10 +26,8 @@ from .commands import (
     out,
     positive,
     print_prompt,
-    view,
     write_files,
 )
-from .errors import HistoryError
 from .ingest import read
 from .plugin import History
 from .settings import TAIL_VARIABLE, HistorySettings
@@ -99,12 +97,7 @@ async def show_demo(settings: HistorySettings, db: str, depth: int, where: str) 
             "summaries.",
             markup=False,
         )
-    try:
-        module = view()
-    except HistoryError as exc:
-        console.print(f"(no prompt: {exc})", markup=False)
-        return 0
     console.rule(f"what {AGENT} is sent now")
     async with History(settings, store=db) as history:
-        await print_prompt(module, history, THREAD, agent=AGENT)
+        await print_prompt(history, THREAD, agent=AGENT)
     return 0

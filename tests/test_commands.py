@@ -6,10 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -128,9 +125,8 @@ def test_erase_deletes_a_thread_and_a_second_erase_finds_nothing(
 
 @pytest.mark.parametrize("command", ["show", "erase", "prompt"])
 def test_a_thread_that_does_not_exist_is_exit_2(
-    db: Path, capsys: pytest.CaptureFixture[str], command: str, monkeypatch: pytest.MonkeyPatch
+    db: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
-    monkeypatch.setitem(sys.modules, "history.view", fake_view([]))
     assert run(capsys, command, "nope", "--db", db) == (
         2, "", f"chat-history: no thread 'nope' in '{db}'\n"
     )  # fmt: skip
@@ -162,85 +158,53 @@ def test_a_store_that_is_missing_or_not_ours_is_exit_2_without_a_traceback(
     assert err == f"chat-history: cannot open the SQLite store '{text}': file is not a database\n"
 
 
-def fake_view(calls: list[tuple[Any, ...]]) -> ModuleType:
-    """A read side that records how it was called and answers from the store."""
-    module = ModuleType("history.view")
-
-    async def render_view(history: Any, thread: str, *, agent: str | None) -> SimpleNamespace:
-        outline = await history.outline(thread)
-        calls.append(("render_view", thread, agent))
-        text = f"outline of {len(outline.lines)} lines\ntail of {len(outline.tail)} messages"
-        return SimpleNamespace(text=text, tokens=12, bytes=len(text))
-
-    async def zoom(history: Any, thread: str, label: str, *, page: int) -> SimpleNamespace:
-        calls.append(("zoom", thread, label, page))
-        return SimpleNamespace(label=label, text=f"{label} stands for messages 0 to 7")
-
-    async def search(history: Any, thread: str, query: str, *, limit: int) -> list[Any]:
-        calls.append(("search", thread, query, limit))
-        return [SimpleNamespace(label="10+1", text="Ana → north: Let's say 49 euros"),
-                SimpleNamespace(label="8+4", text="the price: 49 euros")]  # fmt: skip
-
-    module.__dict__.update(render_view=render_view, zoom=zoom, search=search)
-    return module
-
-
-def test_prompt_zoom_and_search_print_what_the_read_side_gives(
-    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_prompt_zoom_and_search_print_what_an_agent_reads(
+    db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    calls: list[tuple[Any, ...]] = []
-    monkeypatch.setitem(sys.modules, "history.view", fake_view(calls))
-    assert run(capsys, "prompt", "t", "--db", db) == (
-        0, "outline of 12 lines\ntail of 4 messages\n", "12 tokens, 38 bytes\n"
-    )  # fmt: skip
-    assert run(capsys, "prompt", "t", "--agent", "north", "--db", db)[0] == 0
-    assert run(capsys, "zoom", "t", "0+8", "--db", db) == (
-        0, "0+8 stands for messages 0 to 7\n", ""
-    )  # fmt: skip
-    assert run(capsys, "zoom", "t", "10+1", "--page", "2", "--db", db)[0] == 0
-    code, out, _ = run(capsys, "search", "t", "49", "euros", "--limit", "3", "--db", db)
-    assert (code, out) == (0, "10+1|Ana → north: Let's say 49 euros\n8+4|the price: 49 euros\n")
-    assert calls == [
-        ("render_view", "t", None),
-        ("render_view", "t", "north"),
-        ("zoom", "t", "0+8", 1),
-        ("zoom", "t", "10+1", 2),
-        ("search", "t", "49 euros", 3),
-    ]
-
-
-def test_prompt_without_a_read_side_says_so(
-    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "history.view", None)
     code, out, err = run(capsys, "prompt", "t", "--db", db)
-    assert (code, out) == (2, "")
-    assert err.startswith("chat-history: this version has no read side (history.view)")
+    assert code == 0
+    assert out.startswith("[outline]\n0+1|Ana → north: Plan the launch for December\n")
+    assert "11+1|north → Ana: You said: Ana: Let's say 49 euros\n" in out
+    tokens, _, size = err.removesuffix(" bytes\n").partition(" tokens, ")
+    assert int(tokens) > 0 and int(size) == len(out.encode())
+    assert run(capsys, "zoom", "t", "0+2", "--db", db) == (
+        0,
+        "0+1|Ana → north: Plan the launch for December\n"
+        "1+1|north → Ana: You said: Ana: Plan the launch for December\n",
+        "",
+    )
+    code, out, _ = run(capsys, "search", "t", "49", "euros", "--limit", "2", "--db", db)
+    first, second = out.splitlines()
+    assert code == 0 and "Ana → north: Let's say 49 euros" in first
+    assert first.split("|")[0] in ("10+1", "10+2", "8+4") and second.split("|")[0]
+    assert run(capsys, "zoom", "t", "3+5", "--db", db)[0] == 2
+
+
+def test_prompt_reads_without_processing(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = run(capsys, "threads", "--db", db)[1]
+    assert run(capsys, "prompt", "t", "--db", db, "--tail", "1,2")[0] == 0
+    assert run(capsys, "threads", "--db", db)[1] == before
 
 
 def test_the_demo_runs_offline_and_shows_a_deep_tree_an_outline_and_the_prompt(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[tuple[Any, ...]] = []
-    monkeypatch.setitem(sys.modules, "history.view", fake_view(calls))
     code, out, err = run(capsys, "demo")
-    assert (code, err.splitlines()) == (0, ["12 tokens, 37 bytes"])
+    assert code == 0 and err.endswith(" bytes\n") and " tokens, " in err
     assert "A planning chat of 272 messages, ingested with a tail of 400 to 800 tokens" in out
     ((thread, messages, lines, depth, outline, *_),) = [r for r in rows(out) if r[0] == "launch"]
     assert (thread, messages) == ("launch", "272")
     assert int(depth) >= 6 and int(lines) > 272 and 2 <= int(outline) <= 16
     assert "launch: 272 messages" in out and "▶" in out and "outline: " in out
-    assert out.endswith("outline of 7 lines\ntail of 6 messages\n")
-    assert calls == [("render_view", "launch", "north")]
+    assert "what north is sent now" in out and "0+128|Maya → north:" in out
 
 
 def test_the_demo_into_a_named_store_keeps_it_and_a_rerun_changes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "history.view", None)
     db = tmp_path / "demo.sqlite"
     code, out, _ = run(capsys, "demo", "--db", db)
-    assert code == 0 and "(no prompt: this version has no read side" in out
+    assert code == 0 and "what north is sent now" in out
     first = rows(run(capsys, "threads", "--db", db)[1])
     assert run(capsys, "demo", "--db", db)[0] == 0
     assert rows(run(capsys, "threads", "--db", db)[1]) == first
