@@ -7,6 +7,7 @@ HistoryError
  ├── StoreError           the store failed, or is not ours (driver errors translated once)
  │    └── ClosedError     the plugin or store was used after it was closed
  ├── NotFoundError        a thread or node that does not exist
+ ├── RebuildRefused       a rebuild that would drop lines, unless forced
  └── SummarizerError      the summarizer raised or timed out (the batch is retried)
       └── UnpinnedError   work that would call the model where only recorded calls were allowed
 """
@@ -67,3 +68,8 @@ class UnpinnedError(SummarizerError):
     def __init__(self, message: str, *, calls: int = 1) -> None:
         super().__init__(message)
         self.calls = calls
+
+
+class RebuildRefused(HistoryError):
+    """A rebuild that would leave summarized messages without a line, refused unless forced;
+    nothing was changed."""

@@ -1,6 +1,6 @@
 """The commands that look after a store and its pinned calls: rebuild, export, load and stats.
 
-    chat-history rebuild THREAD [--allow-model-calls] [--dry-run] [--db PATH] [budgets]
+    chat-history rebuild THREAD [--allow-model-calls] [--dry-run] [--force] [--db PATH] [budgets]
     chat-history export [THREAD] --out FILE [--db PATH]
     chat-history load FILE [--db PATH]
     chat-history stats [--thread T] [--input-price P] [--output-price P] [--json] [--db PATH]
@@ -25,7 +25,7 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
-from .errors import InputError, NotFoundError, UnpinnedError
+from .errors import InputError, NotFoundError, RebuildRefused, UnpinnedError
 from .settings import HistorySettings
 from .store import Store, open_store
 from .store.records import ThreadRecords
@@ -57,6 +57,11 @@ def add_commands(
     )
     rebuild.add_argument(
         "--dry-run", action="store_true", help="count what the rebuild would do; change nothing"
+    )
+    rebuild.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild even when it leaves summarized messages without a line (a larger tail)",
     )
     _db(rebuild)
     budgets(rebuild)
@@ -98,7 +103,7 @@ def run(
         settings = settings_of(args)
         try:
             return anyio.run(_rebuild, args, settings)
-        except UnpinnedError as exc:
+        except (UnpinnedError, RebuildRefused) as exc:
             print(f"chat-history: {exc}", file=sys.stderr)
             return REFUSED
     if args.command == "export":
@@ -148,6 +153,7 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
             settings,
             allow_model_calls=args.allow_model_calls,
             dry_run=args.dry_run,
+            force=args.force,
         )
     verb = "would rebuild" if args.dry_run else "rebuilt"
     calls = "would make" if args.dry_run else "made"

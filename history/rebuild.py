@@ -21,7 +21,14 @@ import anyio
 from pydantic_ai.models import Model
 
 from .contract import Outline, Stored
-from .errors import HistoryError, NotFoundError, StoreError, SummarizerError, UnpinnedError
+from .errors import (
+    HistoryError,
+    NotFoundError,
+    RebuildRefused,
+    StoreError,
+    SummarizerError,
+    UnpinnedError,
+)
 from .pins import Replay, model_key, pinned
 from .processors.compact import compact
 from .processors.summarize import Nodes
@@ -43,6 +50,7 @@ from .summarizer import (
 )
 
 log = logging.getLogger(__name__)
+
 
 BATCH = 256
 
@@ -78,6 +86,7 @@ async def rebuild(
     model: Model | Summarizer | None = None,
     allow_model_calls: bool = False,
     dry_run: bool = False,
+    force: bool = False,
     call_timeout: float = 60.0,
 ) -> Rebuilt:
     """Rebuild `thread` in the open `store` with `settings`, replaying its recorded calls.
@@ -89,6 +98,8 @@ async def rebuild(
         model: the summarizer to use instead of the one `settings` names, as for `History`.
         allow_model_calls: ask the model for lines that no recorded call answers.
         dry_run: only count what the rebuild would do; nothing is written.
+        force: go ahead even when the rebuilt outline covers fewer messages than the stored one
+            (the lines of the rest are dropped).
         call_timeout: seconds one model request may take.
 
     Raises:
@@ -97,6 +108,8 @@ async def rebuild(
             says how often. Nothing was changed.
         SummarizerError: a model call failed; nothing was changed.
         StoreError: the thread changed while it was rebuilt; nothing was changed.
+        RebuildRefused: the rebuild would leave summarized messages without a line, and
+            `force` was not given; nothing was changed.
     """
     await store.outline(thread)  # a thread whose outline a crash left unwritten gets it now
     original = await store.export_thread(thread)
@@ -132,6 +145,16 @@ async def rebuild(
         replay = Replay(summarizer, calls)
         result, asks = await run(replay)
     assert result.outline is not None
+    lost = original.outline.boundary - result.outline.boundary
+    if lost > 0 and not (force or dry_run):
+        # The store keeps no record of the budgets a thread was built with: a rebuild with a
+        # larger tail than it had would quietly throw lines away.
+        raise RebuildRefused(
+            f"rebuilding thread {thread!r} with these settings would leave {lost} of its "
+            f"{original.outline.boundary} summarized messages without a line (a larger tail "
+            "than it was built with?); nothing was changed. Give the budgets it was built "
+            "with, or force it (--force, force=True)"
+        )
     if not dry_run:
         swapped = replace(
             result,

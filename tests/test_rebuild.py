@@ -143,3 +143,18 @@ async def test_search_finds_the_rebuilt_lines_once(database: str) -> None:
     )
     assert found == [(len(nodes),)]
     assert any(h.level == nodes[-1].level and h.index == nodes[-1].index for h in hits)
+
+
+async def test_a_rebuild_that_would_drop_lines_is_refused_unless_forced(tmp_path: Path) -> None:
+    from history.errors import RebuildRefused
+
+    path = tmp_path / "h.sqlite"
+    await ingest(long_chat(120), settings("scripted"), store=str(path))
+    async with opened(path) as store:
+        before = await trace(store)
+        wider = settings("scripted", tail=(50_000, 100_000))  # nothing would ever leave it
+        with pytest.raises(RebuildRefused, match=r"would leave \d+ of its \d+ summarized"):
+            await rebuild(store, "t", wider)
+        assert await trace(store) == before
+        done = await rebuild(store, "t", wider, force=True)
+        assert done.outline.boundary == 0 and await store.summaries("t") == []
