@@ -148,6 +148,9 @@ def _worker(args: argparse.Namespace) -> int:
     from .plugin import History
     from .worker import serve
 
+    if not args.db.startswith(("postgresql://", "postgres://")):
+        # SQLite has no lock that other processes see: the app's History processes the threads.
+        raise ConfigurationError(f"a worker shares threads through PostgreSQL, not {args.db!r}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     history = History(settings_of(args), store=args.db, concurrency=args.concurrency, process=False)
     anyio.run(lambda: serve(history, poll=args.poll, grace=args.grace, threads=args.threads))

@@ -220,3 +220,9 @@ def test_the_command_is_installed_and_its_demo_needs_no_network_or_key(tmp_path:
     assert result.returncode == 0, result.stderr
     assert "A planning chat of 272 messages" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_a_worker_refuses_a_sqlite_store(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "worker", "--db", db) == (
+        2, "", f"chat-history: a worker shares threads through PostgreSQL, not '{db}'\n"
+    )  # fmt: skip
