@@ -34,13 +34,13 @@ from .errors import (
 )
 from .metering import Usage, usage
 from .pins import model_key
-from .processors.compact import Vanished, compact
+from .processors.compact import process_one
 from .processors.erase import erase
 from .processors.summarize import Nodes
 from .processors.weight import encoding, weight
 from .settings import HistorySettings
 from .store import Store, open_store
-from .summarizer import Ask, Summarizer, Task, summarizer_for, write
+from .summarizer import Ask, Summarizer, summarizer_for
 
 log = logging.getLogger(__name__)
 
@@ -374,9 +374,8 @@ class History:
                     }
 
     async def _process(self, state: Outline, stored: Stored) -> Outline:
-        """Process one message: model calls first, then one transaction with a version check."""
+        """Process one message with what this process keeps of its thread in memory."""
         thread = state.thread
-        work = state.copy()
         known = self._nodes.setdefault(thread, {})
         if len(known) > NODE_CACHE:
             known.clear()
@@ -387,31 +386,18 @@ class History:
             known=known,
         )
         recent = self._recent.get(thread, {})
-        asks: list[Ask] = []
 
         async def read(id: str) -> Stored | None:
             return recent.get(id) or await self.store.message(id)
 
-        async def write_line(task: Task) -> str:
-            ask = await write(
-                task, self._asker.ask, limit=self.settings.line, tries=self.settings.tries
-            )
-            asks.append(ask)
-            return ask.line
-
-        try:
-            change = await compact(work, stored, nodes, write_line, read, self.settings)
-        except Vanished:
-            raise _Stale from None
-        committed = await self.store.commit(
-            state, work, nodes.written, asks, self.model_key,
-            lines_changed=change.cut or change.folded,
+        done = await process_one(
+            self.store, state, stored, nodes=nodes, read=read, ask=self._asker.ask,
+            settings=self.settings, model_key=self.model_key,
         )  # fmt: skip
-        if not committed:
+        if done is None:
             raise _Stale
-        work.version = state.version + 1
-        nodes.settle()
-        self._asker.settle(state.thread)
+        work, asks = done
+        self._asker.settle(thread)
         self.counters.processed += 1
         for ask in asks:
             self.counters.asks += 1

@@ -30,7 +30,7 @@ from .errors import (
     UnpinnedError,
 )
 from .pins import Replay, model_key, pinned
-from .processors.compact import compact
+from .processors.compact import process_one
 from .processors.summarize import Nodes
 from .settings import HistorySettings
 from .store import Store
@@ -46,7 +46,6 @@ from .summarizer import (
     Summarizer,
     Task,
     summarizer_for,
-    write,
 )
 
 log = logging.getLogger(__name__)
@@ -241,28 +240,19 @@ class _Rerun:
         return result, asks
 
     async def _step(self, store: Store, state: Outline, stored: Stored, made: list[Ask]) -> Outline:
-        """One message: its lines first, then one commit."""
-        work = state.copy()
+        """One message, exactly as the plugin processes it."""
         nodes = Nodes(
             state.thread,
             lambda level, index: store.summary(state.thread, level, index),
             boundary=state.boundary,
         )
-        asks: list[Ask] = []
-
-        async def write_line(task: Task) -> str:
-            limit, tries = self.settings.line, self.settings.tries
-            done = await write(task, self._ask, limit=limit, tries=tries)
-            asks.append(done)
-            return done.line
-
-        change = await compact(work, stored, nodes, write_line, store.message, self.settings)
-        committed = await store.commit(
-            state, work, nodes.written, asks, self.key, lines_changed=change.cut or change.folded
-        )
-        if not committed:
+        done = await process_one(
+            store, state, stored, nodes=nodes, read=store.message, ask=self._ask,
+            settings=self.settings, model_key=self.key,
+        )  # fmt: skip
+        if done is None:
             raise StoreError(f"thread {state.thread!r}: the scratch copy changed under the rebuild")
-        work.version = state.version + 1
+        work, asks = done
         made.extend(asks)
         return work
 

@@ -3,6 +3,8 @@
 The tail grows a message at a time and shrinks in one batch (the cut); the outline grows with
 the lines of what left and, past its maximum, merges its most overdue pairs (the fold). Between
 cuts and folds nothing at the start of an agent's prompt moves (SPEC section 5).
+`process_one` is the whole step for one message, its lines then its commit: the plugin and a
+rebuild both process through it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 
 from history.contract import Outline, Stored
 from history.settings import HistorySettings
+from history.store import Store
+from history.summarizer import Ask, AskFn, Task, write
 
 from .summarize import LineWriter, Nodes, summarize
 
@@ -128,3 +132,40 @@ async def fold(outline: Outline, nodes: Nodes, bounds: tuple[int, int]) -> bool:
     if outline.bytes <= low:
         outline.draining = False
     return folded
+
+
+async def process_one(
+    store: Store,
+    state: Outline,
+    stored: Stored,
+    *,
+    nodes: Nodes,
+    read: MessageReader,
+    ask: AskFn,
+    settings: HistorySettings,
+    model_key: str,
+) -> tuple[Outline, list[Ask]] | None:
+    """SPEC 5.2: one message's lines first (the model calls, no transaction open), then one
+    commit checked against the outline's version. None when the outline changed under it
+    (another writer, or an erase): nothing was written, and the caller reloads and redoes it.
+    """
+    work = state.copy()
+    asks: list[Ask] = []
+
+    async def write_line(task: Task) -> str:
+        done = await write(task, ask, limit=settings.line, tries=settings.tries)
+        asks.append(done)
+        return done.line
+
+    try:
+        change = await compact(work, stored, nodes, write_line, read, settings)
+    except Vanished:
+        return None
+    lines_changed = change.cut or change.folded
+    if not await store.commit(
+        state, work, nodes.written, asks, model_key, lines_changed=lines_changed
+    ):
+        return None
+    work.version = state.version + 1
+    nodes.settle()
+    return work, asks
