@@ -1,4 +1,4 @@
-"""An independent reference of the design (SPEC sections 1-8), for differential tests.
+"""An independent reference of the design (SPEC version 2, sections 1-8), for differential tests.
 
 Written from the design document alone: plain, synchronous, in memory, and as literal to the
 text as possible. `simulate(lines)` returns the trace object of section 8 and the list of error
@@ -58,6 +58,50 @@ Points where the design can be read more than one way, and the reading taken her
 21. A parent summary's `at` is the newer of its two children's `at` (the newest `at` among
     the messages it covers); a level-0 line's outline entry takes its message's `at`.
 22. Strings are compared, and threads sorted, by code point (Python's str order).
+
+Version 2 (the cut gap of section 5 step 2, step trees of section 6a):
+
+23. A step with an empty `author` is refused (as "author: ...") whatever `steps` is, `None`
+    included: the check of section 5.1 does not depend on the settings. The check runs right
+    after `step`'s own, before `files`.
+24. The agent of a step is its `author` exactly as given: "north", "North" and "north " are
+    three agents; `to` plays no part. Agents are ordered by code point.
+25. A step's step index is its agent's count of earlier steps in the thread that were stored
+    (a refused line or an ignored redelivery does not count); an erase starts the counts
+    again, like the shared index.
+26. `floor` starts at 0 for every new thread (after an erase too) and is set to `tokens` after
+    every message whose cut condition held, whether or not anything left (all kept) and
+    whether or not `cut_gap` is on; with `cut_gap` off it is kept but never read. The gap
+    condition uses the `floor` from before the message.
+27. A step that leaves counts for `gone` and `cut_at` exactly as a shared message does (with
+    `steps` on or off); `since` is the `at` of the tail's oldest entry, step or not.
+28. Within a cut the tail is walked oldest first: a step's line and its merges are written
+    (asks included) before the next entry leaves, so shared and step asks interleave in tail
+    order in `asks`. An ask of a step tree is recorded like any other: `{"thread", "prompts",
+    "answers", "line"}`, with no agent.
+29. A step outline entry is `[0, j, bytes, at]` with the step's own `at`; a folded parent's
+    entry takes the newer `at` of the two it replaces, as in the shared outline.
+30. The `<chat>` block of step `j` holds the agent's level-0 step texts of step indices
+    max(0, j-4) .. j-1 that exist, oldest first (all of them, in a simulate run: an agent's
+    steps leave in step index order); with none it is left out, step 0 included.
+31. The `<chat>`, `<input>` and `{limit}` layout of a step task is section 6's: the first
+    line, the two `{limit}` lines, then `<chat>` lines, then `<input>`; a merge task is its
+    first line (with `{limit}`) then `<input>`. The merge's numbers are node numbers of the
+    step tree (first step index, count), not a message's index.
+32. `scripted` answers `T{j}` to a step leaf and `T{first}+{2n}` to a step merge of
+    `{first}+{n}` and `{first+n}+{n}`; for every turn of the conversation, as for `S`.
+33. After the shared fold, every agent's step outline of the thread is checked on each
+    processed message (not only in a cut), so a step outline left draining goes on at the
+    next message; each folds with the bounds `steps`, its own tree and `T` = its own boundary.
+34. The trace's top-level `steps` holds every node of every step tree, sorted by thread,
+    agent, level, index, with `message` the step's id at level 0 and null above; each
+    outline's `steps` object has one entry per agent with a step that left the tail (keys in
+    code-point order), `{"lines", "bytes", "boundary", "draining"}`, and is `{}` while none
+    left, and always with `steps` None (then the top-level `steps` is `[]`).
+35. Labels and ids of step nodes (`s{first}+{count}`, `{thread}:{agent}:s{level}:{index}`)
+    appear in no prompt and not in the trace, so the reference has no use for them.
+36. The command line's `--steps none` (any case of "none") turns step trees off; `MIN,MAX`
+    otherwise. `--no-cut-gap` turns the gap off.
 """
 
 from __future__ import annotations
@@ -199,6 +243,7 @@ class Message:
     files: list  # of {"name": str, "mime": str | None, "size": int}
     seq: int = 0
     idx: int | None = None
+    sidx: int | None = None
     weight: int = 0
 
     def content(self):
@@ -236,6 +281,15 @@ class Outline:
     tokens: int = 0
     draining: bool = False
     position: int = 0
+    floor: int = 0
+
+
+@dataclass
+class StepOutline:
+    lines: list = field(default_factory=list)  # [level, idx, bytes, at]
+    bytes: int = 0
+    boundary: int = 0
+    draining: bool = False
 
 
 @dataclass
@@ -244,6 +298,9 @@ class Thread:
     shared: int = 0
     summaries: dict = field(default_factory=dict)  # (level, idx) -> Summary
     outline: Outline = field(default_factory=Outline)
+    step_counts: dict = field(default_factory=dict)  # agent -> steps stored
+    step_trees: dict = field(default_factory=dict)  # agent -> {(level, idx): Summary}
+    step_outlines: dict = field(default_factory=dict)  # agent -> StepOutline
 
 
 class Refused(Exception):
@@ -304,6 +361,8 @@ def check_message(obj: dict) -> Message:
         step = False
     if not isinstance(step, bool):
         raise Refused("step: must be a boolean or null")
+    if step and author == "":
+        raise Refused("author: a step needs a non-empty author (its agent)")
     files_raw = obj.get("files")
     if files_raw is None:
         files_raw = []
@@ -345,16 +404,17 @@ class Model:
         self.name = name
         self.task = task
         self.placed = placed_input
-        self.kind = kind  # ("leaf", i) or ("merge", a, n)
+        self.kind = kind  # (letter, "leaf", i) or (letter, "merge", a, n); letter "S" or "T"
 
     def turn(self, prompt: str) -> str:
         if self.name == "echo":
             return " ".join(self.placed.split())
         if self.name == "scripted":
-            if self.kind[0] == "leaf":
-                return f"S{self.kind[1]}"
-            _, a, n = self.kind
-            return f"S{a}+{2 * n}"
+            letter = self.kind[0]
+            if self.kind[1] == "leaf":
+                return f"{letter}{self.kind[2]}"
+            _, _, a, n = self.kind
+            return f"{letter}{a}+{2 * n}"
         raise ValueError(f"unknown summarizer {self.name!r}")
 
 
@@ -365,8 +425,15 @@ def limit_text(line: int) -> str:
     )
 
 
+def _positive(name, v):
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ValueError(f"{name}: must be a positive integer")
+
+
 class Run:
-    def __init__(self, summarizer, line, tail, outline, kept, tries):
+    def __init__(
+        self, summarizer, line, tail, outline, kept, tries, cut_gap=True, steps=(16_000, 32_000)
+    ):
         if summarizer not in ("echo", "scripted"):
             raise ValueError(f"unknown summarizer: {summarizer!r}")
         for name, v in (
@@ -378,20 +445,29 @@ class Run:
             ("outline", outline[0]),
             ("outline", outline[1]),
         ):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ValueError(f"{name}: must be a positive integer")
+            _positive(name, v)
         if line < 64:
             raise ValueError("line: must be at least 64")
         if tail[0] >= tail[1]:
             raise ValueError("tail: the minimum must be under the maximum")
         if outline[0] >= outline[1]:
             raise ValueError("outline: the minimum must be under the maximum")
+        if not isinstance(cut_gap, bool):
+            raise ValueError("cut_gap: must be a boolean")
+        if steps is not None:
+            steps = tuple(steps)
+            _positive("steps", steps[0])
+            _positive("steps", steps[1])
+            if steps[0] >= steps[1]:
+                raise ValueError("steps: the minimum must be under the maximum")
         self.summarizer = summarizer
         self.line = line
         self.tail = tail
         self.outline = outline
         self.kept = kept
         self.tries = tries
+        self.cut_gap = cut_gap
+        self.steps = steps
         self.threads: dict[str, Thread] = {}
         self.ids: dict[str, Message] = {}
         self.asks: list[dict] = []
@@ -430,46 +506,92 @@ class Run:
         self.asks.append({"thread": thread, "prompts": prompts, "answers": answers, "line": result})
         return result
 
-    # -- section 6: summarize
+    # -- sections 6 and 6a: summarize into a tree
 
-    def summarize(self, t: Thread, thread: str, m: Message) -> None:
-        i = m.idx
+    def summarize(self, tree: dict, thread: str, m: Message, i: int, agent: str | None) -> None:
+        """Writes the level-0 line of `m` (index `i` in `tree`) and climbs the merges.
+
+        `agent` None: the shared tree (section 6); otherwise `agent`'s step tree (section 6a).
+        """
+        letter = "S" if agent is None else "T"
         text = line_of(m)
         if size(text) <= self.line:
             own = text
         else:
-            before = [
-                t.summaries[(0, k)].text for k in range(max(0, i - 4), i) if (0, k) in t.summaries
-            ]
+            before = [tree[(0, k)].text for k in range(max(0, i - 4), i) if (0, k) in tree]
             placed = bound_input(text)
-            task = (
-                f"Compaction: compress message {i} into one line of {limit_text(self.line)}\n"
-                + ("<chat>\n" + "\n".join(before) + "\n</chat>\n" if i > 0 and before else "")
-                + f"<input>\n{placed}\n</input>"
-            )
-            own = self.write(thread, task, placed, ("leaf", i))
-        t.summaries[(0, i)] = Summary(text=own, message=m.id, at=m.at)
+            if agent is None:
+                first = (
+                    f"Compaction: compress message {i} into one line of {limit_text(self.line)}\n"
+                )
+                chat = "<chat>\n" + "\n".join(before) + "\n</chat>\n" if i > 0 and before else ""
+            else:
+                first = f"Compaction: compress step {i} of {agent} into one line of {limit_text(self.line)}\n"
+                chat = "<chat>\n" + "\n".join(before) + "\n</chat>\n" if before else ""
+            task = first + chat + f"<input>\n{placed}\n</input>"
+            own = self.write(thread, task, placed, (letter, "leaf", i))
+        tree[(0, i)] = Summary(text=own, message=m.id, at=m.at)
 
         level, j = 0, i
-        while j % 2 == 1 and (level, j - 1) in t.summaries:
+        while j % 2 == 1 and (level, j - 1) in tree:
             parent = (level + 1, (j - 1) // 2)
-            if parent not in t.summaries:
-                left = t.summaries[(level, j - 1)]
-                right = t.summaries[(level, j)]
+            if parent not in tree:
+                left = tree[(level, j - 1)]
+                right = tree[(level, j)]
                 joined = left.text + "\n" + right.text
                 if size(joined) <= self.line:
                     ptext = joined
                 else:
                     n = 2**level
                     placed = bound_input(joined)
+                    if agent is None:
+                        head = f"Compaction: merge lines {(j - 1) * n}+{n} and {j * n}+{n}, "
+                    else:
+                        head = (
+                            f"Compaction: merge step lines {(j - 1) * n}+{n} and {j * n}+{n} "
+                            f"of {agent}, "
+                        )
                     task = (
-                        f"Compaction: merge lines {(j - 1) * n}+{n} and {j * n}+{n}, "
-                        f"adjacent, into one line of {limit_text(self.line)}\n"
-                        f"<input>\n{placed}\n</input>"
+                        head
+                        + f"adjacent, into one line of {limit_text(self.line)}\n"
+                        + f"<input>\n{placed}\n</input>"
                     )
-                    ptext = self.write(thread, task, placed, ("merge", (j - 1) * n, n))
-                t.summaries[parent] = Summary(text=ptext, message=None, at=max(left.at, right.at))
+                    ptext = self.write(thread, task, placed, (letter, "merge", (j - 1) * n, n))
+                tree[parent] = Summary(text=ptext, message=None, at=max(left.at, right.at))
             level, j = parent
+
+    # -- section 5.2 step 3: fold an outline (shared or an agent's steps) over its tree
+
+    def fold(self, o, tree: dict, bounds: tuple) -> None:
+        if not (o.bytes > bounds[1] or o.draining):
+            return
+        o.draining = True
+        while True:
+            if o.bytes <= bounds[0]:
+                o.draining = False
+                break
+            best = None
+            T = o.boundary
+            for p in range(len(o.lines) - 1):
+                L, a = o.lines[p][0], o.lines[p][1]
+                L2, b = o.lines[p + 1][0], o.lines[p + 1][1]
+                if L != L2 or a % 2 != 0 or b != a + 1:
+                    continue
+                k = a // 2
+                if (L + 1, k) not in tree:
+                    continue
+                last = (2 * k + 2) * 2**L - 1
+                due = Fraction(T - last, 2**L)
+                if best is None or due > best[0]:
+                    best = (due, p)
+            if best is None:
+                break
+            p = best[1]
+            left, right = o.lines[p], o.lines[p + 1]
+            L, k = left[0], left[1] // 2
+            parent = tree[(L + 1, k)]
+            o.lines[p : p + 2] = [[L + 1, k, parent.bytes, max(left[3], right[3])]]
+            o.bytes += (parent.bytes + 1) - (left[2] + 1) - (right[2] + 1)
 
     # -- section 5.2: process one message
 
@@ -480,57 +602,53 @@ class Run:
         o.tail.append([m.id, m.weight, m.at, m.step])
         o.tokens += m.weight
         # 2. cut
-        if o.tokens > self.tail[1]:
+        if self.cut_gap:
+            due = o.tokens > max(self.tail[1], o.floor + self.tail[1] - self.tail[0])
+        else:
+            due = o.tokens > self.tail[1]
+        if due:
             left_ats = []
             while o.tokens > self.tail[0] and len(o.tail) > 1 and not self._kept(o):
                 mid, w, at, step = o.tail.pop(0)
                 o.tokens -= w
                 left_ats.append(at)
-                if step:
-                    continue
                 msg = self.ids[mid]
+                if step:
+                    if self.steps is not None:
+                        self._step_leaves(t, thread, msg)
+                    continue
                 if (0, msg.idx) not in t.summaries:
-                    self.summarize(t, thread, msg)
+                    self.summarize(t.summaries, thread, msg, msg.idx, None)
                 s = t.summaries[(0, msg.idx)]
                 o.lines.append([0, msg.idx, s.bytes, at])
                 o.bytes += s.bytes + 1
                 o.boundary += 1
+            o.floor = o.tokens
             if left_ats:
                 o.cut_at = m.at
                 newest = max(left_ats)
                 o.gone = newest if o.gone is None else max(o.gone, newest)
         o.since = o.tail[0][2]
-        # 3. fold
-        if o.bytes > self.outline[1] or o.draining:
-            o.draining = True
-            while True:
-                if o.bytes <= self.outline[0]:
-                    o.draining = False
-                    break
-                best = None
-                T = o.boundary
-                for p in range(len(o.lines) - 1):
-                    L, a = o.lines[p][0], o.lines[p][1]
-                    L2, b = o.lines[p + 1][0], o.lines[p + 1][1]
-                    if L != L2 or a % 2 != 0 or b != a + 1:
-                        continue
-                    k = a // 2
-                    if (L + 1, k) not in t.summaries:
-                        continue
-                    last = (2 * k + 2) * 2**L - 1
-                    due = Fraction(T - last, 2**L)
-                    if best is None or due > best[0]:
-                        best = (due, p)
-                if best is None:
-                    break
-                p = best[1]
-                left, right = o.lines[p], o.lines[p + 1]
-                L, k = left[0], left[1] // 2
-                parent = t.summaries[(L + 1, k)]
-                o.lines[p : p + 2] = [[L + 1, k, parent.bytes, max(left[3], right[3])]]
-                o.bytes += (parent.bytes + 1) - (left[2] + 1) - (right[2] + 1)
+        # 3. fold: the shared outline, then each agent's step outline
+        self.fold(o, t.summaries, self.outline)
+        if self.steps is not None:
+            for agent in sorted(t.step_outlines):
+                self.fold(t.step_outlines[agent], t.step_trees[agent], self.steps)
         # 4. commit
         o.position = m.seq
+
+    def _step_leaves(self, t: Thread, thread: str, msg: Message) -> None:
+        """Section 6a: step `msg` of its author leaves the tail."""
+        agent = msg.author
+        tree = t.step_trees.setdefault(agent, {})
+        so = t.step_outlines.setdefault(agent, StepOutline())
+        j = msg.sidx
+        if (0, j) not in tree:
+            self.summarize(tree, thread, msg, j, agent)
+        s = tree[(0, j)]
+        so.lines.append([0, j, s.bytes, msg.at])
+        so.bytes += s.bytes + 1
+        so.boundary += 1
 
     def _kept(self, o: Outline) -> bool:
         oldest_step = o.tail[0][3]
@@ -550,7 +668,10 @@ class Run:
             raise Refused(f"id: {m.id!r} is already stored with other content")
         t = self.threads.setdefault(m.thread, Thread())
         m.seq = len(t.messages) + 1
-        if not m.step:
+        if m.step:
+            m.sidx = t.step_counts.get(m.author, 0)
+            t.step_counts[m.author] = m.sidx + 1
+        else:
             m.idx = t.shared
             t.shared += 1
         m.weight = weight(m)
@@ -589,6 +710,7 @@ class Run:
 
     def trace(self) -> dict:
         summaries = []
+        steps = []
         outlines = []
         for thread in sorted(self.threads):
             t = self.threads[thread]
@@ -605,6 +727,22 @@ class Run:
                         "at": iso(s.at),
                     }
                 )
+            for agent in sorted(t.step_trees):
+                tree = t.step_trees[agent]
+                for level, index in sorted(tree):
+                    s = tree[(level, index)]
+                    steps.append(
+                        {
+                            "thread": thread,
+                            "agent": agent,
+                            "level": level,
+                            "index": index,
+                            "text": s.text,
+                            "bytes": s.bytes,
+                            "message": s.message,
+                            "at": iso(s.at),
+                        }
+                    )
             if not t.messages:
                 continue
             o = t.outline
@@ -619,9 +757,18 @@ class Run:
                     "tokens": o.tokens,
                     "draining": o.draining,
                     "tail": [[i, w, iso(at), st] for i, w, at, st in o.tail],
+                    "steps": {
+                        agent: {
+                            "lines": [[lv, ix, b, iso(at)] for lv, ix, b, at in so.lines],
+                            "bytes": so.bytes,
+                            "boundary": so.boundary,
+                            "draining": so.draining,
+                        }
+                        for agent, so in sorted(t.step_outlines.items())
+                    },
                 }
             )
-        return {"asks": self.asks, "summaries": summaries, "outlines": outlines}
+        return {"asks": self.asks, "summaries": summaries, "steps": steps, "outlines": outlines}
 
 
 def simulate(
@@ -633,8 +780,10 @@ def simulate(
     outline: tuple[int, int] = (64_000, 128_000),
     kept: int = 4,
     tries: int = 3,
+    cut_gap: bool = True,
+    steps: tuple[int, int] | None = (16_000, 32_000),
 ) -> tuple[dict, list[str]]:
-    run = Run(summarizer, line, tuple(tail), tuple(outline), kept, tries)
+    run = Run(summarizer, line, tuple(tail), tuple(outline), kept, tries, cut_gap, steps)
     errors = []
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, str):
@@ -656,6 +805,12 @@ def _pair(text: str) -> tuple[int, int]:
     return int(a), int(b)
 
 
+def _steps(text: str) -> tuple[int, int] | None:
+    if text.strip().lower() == "none":
+        return None
+    return _pair(text)
+
+
 def main(argv: list[str]) -> int:
     import argparse
 
@@ -667,6 +822,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--outline", type=_pair, default=(64_000, 128_000))
     parser.add_argument("--kept", type=int, default=4)
     parser.add_argument("--tries", type=int, default=3)
+    parser.add_argument("--no-cut-gap", dest="cut_gap", action="store_false")
+    parser.add_argument("--steps", type=_steps, default=(16_000, 32_000))
     parser.add_argument("--json", action="store_true", help="accepted; the output is JSON")
     args = parser.parse_args(argv)
     tail = args.tail
@@ -686,6 +843,8 @@ def main(argv: list[str]) -> int:
         outline=args.outline,
         kept=args.kept,
         tries=args.tries,
+        cut_gap=args.cut_gap,
+        steps=args.steps,
     )
     for e in errors:
         print(e, file=sys.stderr)

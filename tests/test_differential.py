@@ -7,7 +7,10 @@ print the same simulate trace for the same input, byte for byte once parsed.
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,11 +25,37 @@ from .conftest import START
 
 reference = pytest.importorskip("tests.reference", reason="the reference implementation is missing")
 
+EXAMPLES = int(os.environ.get("DIFF_EXAMPLES", "150"))
+ROOT = Path(__file__).resolve().parent.parent
+
 TEXTS = [
     "ok", "Let's settle the price at 49 € a year.", "naïve café ✓", "日本語のテキスト", "",
     "line one\nline two\r\nline three\rend", "  spaced   out  ", "tab\there", "<input>\n</input>",
     "emoji 😀🚀", "x" * 300, "word " * 120, "é" * 200,
 ]  # fmt: skip
+# What an agent's steps look like: short tool calls, and tool results often far over a line.
+CALLS = [
+    'search(query="launch date")', 'read_file("notes/pricing.md")', "run: pytest -q",
+    'http.get("https://example.com/api/v1/items?page=2")', "calendar.list(week=49)",
+]  # fmt: skip
+RESULTS = [
+    json.dumps(
+        {
+            "results": [
+                {"title": f"Lumen note {k}", "url": f"https://example.com/n/{k}", "score": k / 7}
+                for k in range(12)
+            ]
+        },
+        indent=2,
+    ),
+    'Traceback (most recent call last):\n  File "app.py", line 12, in <module>\n'
+    + "    main()\n" * 20
+    + "KeyError: 'price'",
+    "\n".join(f"{k:>4} | row {k} | {'█' * (k % 9)} | €{k * 49}" for k in range(60)),
+    "# Pricing\n\n- yearly: 49 €\n- monthly: 5 €\n- trial: 14 days, no card\n" * 8,
+    "200 OK " + "é✓ " * 150,
+    "row," * 16_500,  # over the <input> bound of 64,000 bytes
+]
 FILES = [
     {"name": "a.png", "mime": "image/png", "size": 10},
     {"name": "notes.txt", "mime": "text/plain; charset=utf-8", "size": 4001},
@@ -38,13 +67,21 @@ FILES = [
     {"name": "no size", "mime": "application/pdf"},
 ]
 ODD_AT = ["0001-01-01T00:30:00+01:00", "9999-12-31T23:59:59-01:00", "2026-11-01T10:00:00.5+05:30"]
+AGENTS = ["north", "south", "Ana"]
 
 
 @st.composite
-def jsonl(draw: st.DrawFn) -> list[bytes]:
+def jsonl(draw: st.DrawFn, *, empty_step_author: bool = True) -> list[bytes]:
+    """Random input lines: messages and steps of several agents in a few threads, deletes,
+    redeliveries, conflicts and malformed lines."""
     lines: list[bytes] = []
+    step_share = draw(st.sampled_from([0, 2, 6, 12]))  # steps in 12 + step_share messages
     for n in range(draw(st.integers(5, 50))):
-        kind = draw(st.sampled_from(["msg"] * 12 + ["delete", "redeliver", "conflict", "bad"]))
+        kind = draw(
+            st.sampled_from(
+                ["msg"] * 12 + ["step"] * step_share + ["delete", "redeliver", "conflict", "bad"]
+            )
+        )
         thread = draw(st.sampled_from(["a", "b", "ç"]))
         if kind == "delete":
             lines.append(json.dumps({"event": "thread.deleted", "thread": thread}).encode())
@@ -58,11 +95,16 @@ def jsonl(draw: st.DrawFn) -> list[bytes]:
                 )
             )
             continue
-        text = draw(st.sampled_from(TEXTS)) + draw(st.sampled_from(["", f" #{n}"]))
+        if kind == "step":
+            author = draw(st.sampled_from(AGENTS + ([""] if empty_step_author else [])))
+            text = draw(st.sampled_from(CALLS + RESULTS + ["", "ok"]))
+        else:
+            author = draw(st.sampled_from(["Ana", "north", ""]))
+            text = draw(st.sampled_from(TEXTS)) + draw(st.sampled_from(["", f" #{n}"]))
         record: dict[str, Any] = {
-            "id": f"{thread}{n}" if kind == "msg" else f"{thread}{max(n - 1, 0)}",
+            "id": f"{thread}{n}" if kind in ("msg", "step") else f"{thread}{max(n - 1, 0)}",
             "thread": thread,
-            "author": draw(st.sampled_from(["Ana", "north", ""])),
+            "author": author,
             "to": draw(st.sampled_from(["north", "", None])),
             "text": text + ("!" if kind == "conflict" else ""),
             "at": (START + timedelta(seconds=draw(st.integers(0, 5000))))
@@ -73,24 +115,26 @@ def jsonl(draw: st.DrawFn) -> list[bytes]:
         }
         if draw(st.integers(0, 15)) == 0:
             record["at"] = draw(st.sampled_from(ODD_AT))
-        if draw(st.booleans()):
+        if kind == "step":
+            record["step"] = True
+        elif draw(st.booleans()):
             record["step"] = draw(st.sampled_from([True, False, None]))
+            if record["step"] and not empty_step_author and not record["author"]:
+                record["author"] = draw(st.sampled_from(AGENTS))
         if draw(st.integers(0, 5)) == 0:
             record["files"] = draw(st.lists(st.sampled_from(FILES), max_size=2))
         lines.append(json.dumps(record, ensure_ascii=draw(st.booleans())).encode())
     return lines
 
 
-budgets = st.fixed_dictionaries(
-    {
-        "summarizer": st.sampled_from(["echo", "scripted"]),
-        "line": st.sampled_from([64, 96, 512]),
-        "tail": st.sampled_from([(10, 30), (40, 80), (200, 400)]),
-        "outline": st.sampled_from([(60, 120), (300, 600)]),
-        "kept": st.integers(1, 4),
-        "tries": st.integers(1, 3),
-    }
-)
+V1_BUDGETS = {
+    "summarizer": st.sampled_from(["echo", "scripted"]),
+    "line": st.sampled_from([64, 96, 512]),
+    "tail": st.sampled_from([(10, 30), (40, 80), (200, 400)]),
+    "outline": st.sampled_from([(60, 120), (300, 600)]),
+    "kept": st.integers(1, 4),
+    "tries": st.integers(1, 3),
+}
 
 
 def ours(lines: list[bytes], budget: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
@@ -104,20 +148,136 @@ def ours(lines: list[bytes], budget: dict[str, Any]) -> tuple[dict[str, Any], li
     return anyio.run(run, backend="asyncio"), reported
 
 
-@settings(
-    max_examples=int(__import__("os").environ.get("DIFF_EXAMPLES", "150")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-@given(jsonl(), budgets)
-def test_the_plugin_prints_the_same_trace_as_the_reference(
-    lines: list[bytes], budget: dict[str, Any]
-) -> None:
-    trace, reported = ours(lines, budget)
-    expected, errors = reference.simulate(lines, **budget)
+def events(trace: dict[str, Any], reported: list[int]) -> None:
     event("asks" if trace["asks"] else "no asks")
     event("folded" if any(e[0] for o in trace["outlines"] for e in o["lines"]) else "no fold")
     event("draining" if any(o["draining"] for o in trace["outlines"]) else "not draining")
     event("refused lines" if reported else "no refused line")
-    assert trace == expected
+    outlines = [s for o in trace["outlines"] for s in o.get("steps", {}).values()]
+    event("step lines" if trace.get("steps") else "no step line")
+    event("step fold" if any(e[0] for s in outlines for e in s["lines"]) else "no step fold")
+
+
+def without_steps(trace: dict[str, Any]) -> dict[str, Any]:
+    """A version 2 trace as version 1 prints it (only valid with `steps` None)."""
+    assert trace["steps"] == []
+    assert all(o["steps"] == {} for o in trace["outlines"])
+    return {
+        "asks": trace["asks"],
+        "summaries": trace["summaries"],
+        "outlines": [{k: v for k, v in o.items() if k != "steps"} for o in trace["outlines"]],
+    }
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jsonl(empty_step_author=False), st.fixed_dictionaries(V1_BUDGETS))
+def test_the_plugin_prints_the_same_trace_as_the_reference(
+    lines: list[bytes], budget: dict[str, Any]
+) -> None:
+    """Version 1's behaviour (no cut gap, no step trees), steps of named agents only."""
+    trace, reported = ours(lines, budget)
+    expected, errors = reference.simulate(lines, **budget, cut_gap=False, steps=None)
+    events(trace, reported)
+    assert trace == without_steps(expected)
     assert reported == [int(e.split(":")[0].split()[-1]) for e in errors]
+
+
+# The reference on the SPEC's own worked figures (section 10), so it is known to read them right.
+
+
+def test_the_reference_gives_the_chapters_run_it_figures() -> None:
+    lines = (ROOT / "examples" / "launch.jsonl").read_bytes().splitlines()
+    figures = {}
+    for gap in (False, True):
+        trace, errors = reference.simulate(lines, tail=(40, 80), cut_gap=gap, steps=None)
+        assert errors == []
+        levels = Counter(s["level"] for s in trace["summaries"])
+        figures[gap] = [levels[level] for level in sorted(levels)]
+    assert figures == {False: [12, 6, 3, 1], True: [11, 5, 2, 1]}
+    kept = sum(w for _, w, _, _ in trace["outlines"][0]["tail"][-4:])
+    assert kept == 58
+
+
+def _exchanges(count: int, *, steps: tuple[tuple[str, str], ...] = ()) -> list[bytes]:
+    """Ana's long message to north and north's `ok`, `count` times; `steps` after each."""
+    lines = []
+    for k in range(count):
+        for author, to, text, step in [
+            ("Ana", "north", f"point {k} " * 80, False),
+            ("north", "Ana", "ok", False),
+            *((agent, "", text, True) for agent, text in steps),
+        ]:
+            at = START + timedelta(minutes=len(lines))
+            lines.append(
+                json.dumps(
+                    {
+                        "id": f"m{len(lines)}",
+                        "thread": "t",
+                        "author": author,
+                        "to": to,
+                        "text": text,
+                        "at": at.isoformat(),
+                        "step": step,
+                    }
+                ).encode()
+            )
+    return lines
+
+
+def test_the_reference_gives_the_chapters_check_it_figures() -> None:
+    def run(count: int, gap: bool) -> tuple[list[str], int]:
+        trace, _ = reference.simulate(
+            _exchanges(count), summarizer="scripted", tail=(25, 50), cut_gap=gap, steps=None
+        )
+        return [a["line"] for a in trace["asks"]], trace["outlines"][0]["boundary"]
+
+    assert run(2, False) == ([], 0)
+    assert run(4, False) == (["S0", "S2"], 4)
+    assert run(4, True)[1] == 3
+
+
+def test_the_reference_writes_step_trees_per_agent() -> None:
+    """Section 6a on a small case: exact tasks, `T` answers, folds by `steps`, the trace."""
+    lines = _exchanges(6, steps=(("north", "x" * 100), ("south", "y" * 50)))
+    trace, errors = reference.simulate(
+        lines, summarizer="scripted", line=64, tail=(25, 50), steps=(20, 40)
+    )
+    assert errors == []
+    tasks = [a["prompts"][0] for a in trace["asks"]]
+    step_tasks = [t for t in tasks if " step " in t]
+    assert step_tasks[0].startswith("Compaction: compress step 0 of north into one line of")
+    assert "<chat>" not in step_tasks[0]
+    assert step_tasks[1].startswith("Compaction: compress step 1 of north into one line of")
+    assert "<chat>\nT0\n</chat>\n<input>\nnorth: " + "x" * 100 + "\n</input>" in step_tasks[1]
+    merge = "Compaction: merge step lines 2+1 and 3+1 of south, adjacent, into one line of"
+    south = "south: " + "y" * 50
+    assert any(
+        t.startswith(merge) and t.endswith(f"\n<input>\n{south}\n{south}\n</input>") for t in tasks
+    )
+    agents = [(s["agent"], s["level"], s["index"], s["text"]) for s in trace["steps"]]
+    assert ("north", 1, 0, "T0\nT1") in agents
+    assert ("south", 0, 0, south) in agents
+    assert ("south", 1, 1, "T2+2") in agents
+    assert trace["outlines"][0]["steps"]["south"]["lines"][0][:3] == [1, 0, 4]  # folded
+    assert agents == sorted(agents, key=lambda a: a[:3])
+    outline = trace["outlines"][0]
+    assert list(outline["steps"]) == ["north", "south"]
+    assert all(s["bytes"] <= 40 for s in outline["steps"].values())
+    assert outline["steps"]["north"]["boundary"] == sum(
+        1 for s in trace["steps"] if s["agent"] == "north" and s["level"] == 0
+    )
+    assert outline["boundary"] == len(trace["summaries"]) - sum(
+        1 for s in trace["summaries"] if s["level"] > 0
+    )
+    off, _ = reference.simulate(lines, summarizer="scripted", line=64, tail=(25, 50), steps=None)
+    assert off["steps"] == [] and off["outlines"][0]["steps"] == {}
+    assert all(" step " not in a["prompts"][0] for a in off["asks"])
+
+
+def test_the_reference_refuses_a_step_without_an_author() -> None:
+    line = {"id": "s", "thread": "t", "author": "", "text": "x", "at": START.isoformat()}
+    for steps in ((16_000, 32_000), None):
+        _, errors = reference.simulate(
+            [json.dumps(line).encode(), json.dumps({**line, "step": True}).encode()], steps=steps
+        )
+        assert [e.split(":")[:2] for e in errors] == [["2", " author"]]
