@@ -177,7 +177,7 @@ def test_the_plugin_prints_the_same_trace_as_the_reference(
     """Version 1's behaviour (no cut gap, no step trees), steps of named agents only."""
     trace, reported = ours(lines, budget)
     expected, errors = reference.simulate(lines, **budget, cut_gap=False, steps=None)
-    events(trace, reported)
+    events(expected, reported)
     assert trace == without_steps(expected)
     assert reported == [int(e.split(":")[0].split()[-1]) for e in errors]
 
