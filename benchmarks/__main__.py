@@ -103,7 +103,7 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="chat-history against the memories users would pick instead: cost, cache, "
+        description="chat-outline against the memories users would pick instead: cost, cache, "
         "recall, speed and latency, written as a Markdown report with plots.",
     )
     top.add_argument("--out", type=Path, default=Path("bench-report"), help="report folder")

@@ -3,7 +3,7 @@
 A turn is one message arriving: the strategy takes it and returns what its agent is sent now,
 and the turn is measured against the strategy's previous prompt (`cache.Meter`). At the end of
 each conversation, its recall is the share of its planted facts whose exact value is still in
-the prompt (and, for chat-history, the share its search finds).
+the prompt (and, for chat-outline, the share its search finds).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Run:
     seconds: float
     kinds: tuple[str, ...]
     """What each turn did to the prompt: `grow` (it only grew) or `break` (it did not);
-    chat-history tells `cut`, `cut short` and `fold` apart."""
+    chat-outline tells `cut`, `cut short` and `fold` apart."""
 
     @property
     def breakdown(self) -> dict[str, tuple[int, float]]:

@@ -1,7 +1,7 @@
 """One fake summarizer behaviour, shared by every strategy so that only the strategies differ.
 
 A summary keeps a fixed share of the tokens it is asked to compress, capped (and, for
-chat-history, within the line's byte limit it is told). Like a model told to copy names, numbers
+chat-outline, within the line's byte limit it is told). Like a model told to copy names, numbers
 and ids exactly, it keeps salient words first: words with a digit, or with a capital letter
 other than at the start of a sentence. The words it keeps are spread evenly over the input and
 stay in their order, one line of output per line of input.
@@ -104,7 +104,7 @@ def compress(content: str, target: int, limit: int | None = None) -> str:
 
 
 class CompressingSummarizer:
-    """chat-history's summarizer with the shared behaviour: it compresses the task's `<input>`."""
+    """chat-outline's summarizer with the shared behaviour: it compresses the task's `<input>`."""
 
     name = "bench-compressor"
 

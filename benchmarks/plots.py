@@ -14,7 +14,7 @@ from .speed import ViewTime
 log = logging.getLogger(__name__)
 
 STYLE = {
-    "chat-history": ("tab:red", "o"),
+    "chat-outline": ("tab:red", "o"),
     "full-history": ("tab:gray", "s"),
     "rolling-window": ("tab:olive", "v"),
     "langchain-middleware": ("tab:blue", "^"),

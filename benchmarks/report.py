@@ -57,7 +57,7 @@ def _pct(value: float | None) -> str:
 def render(results: Results) -> str:
     c = results.config
     out = [
-        "# chat-history benchmarks",
+        "# chat-outline benchmarks",
         "",
         f"`{results.command}`: {results.seconds:.0f} s on {os.cpu_count()} cores (load "
         f"{results.load:.1f} at the start), Python {platform.python_version()}. Costs, recall "
@@ -92,17 +92,17 @@ def render(results: Results) -> str:
         "**Anthropic-style cache**: a prefix is written at each cache mark (from 1,024 tokens); a "
         "turn reads the longest written prefix that is still its own prefix and ends on one of its "
         "block boundaries within 20 blocks before one of its marks, and writes up to its last "
-        "mark. Every strategy marks the end of its prompt and the end of its summary; chat-history "
+        "mark. Every strategy marks the end of its prompt and the end of its summary; chat-outline "
         "also marks the last full outline block. Cache lifetimes are not modelled.",
         f"- **Cost** in input-token equivalents: a cached token costs {c.prices.read}, a token "
         f"written to the cache {c.prices.write} (Anthropic-style only), any other 1. **Floor**: "
         f"{c.prices.read} x the prompt + the turn's new tokens.",
         f"- **Summarizers**: every strategy's is the same fake: a summary keeps "
         f"{c.behaviour.share:.0%} of the tokens it is asked to compress, at most "
-        f"{c.behaviour.cap:,} tokens (and, for chat-history, within the line limit it is told), "
+        f"{c.behaviour.cap:,} tokens (and, for chat-outline, within the line limit it is told), "
         "names, numbers and ids first. Its input tokens are everything it is sent (instructions "
         "and prompt templates included).",
-        f"- **Budgets** ({', '.join(f'{b:,}' for b in c.budgets)} tokens): chat-history runs its "
+        f"- **Budgets** ({', '.join(f'{b:,}' for b in c.budgets)} tokens): chat-outline runs its "
         f"defaults scaled by budget / {DEFAULT_BUDGET:,} (tail cut from 3/5 to 1/5 of the budget, "
         "outline folded from 8/5 to 4/5 of it in bytes); LangChain's middleware triggers at the "
         "budget and keeps a third; the summary buffers (LangChain classic, LlamaIndex) keep two "
@@ -110,7 +110,7 @@ def render(results: Results) -> str:
         "tokens with the same tokenizer; everything else is each library's default.",
         "- **Recall**: eight facts (codes, numbers, names, a date) are planted in the first tenth "
         "of every conversation; recall is the share whose exact value is in the last prompt. "
-        "For chat-history, *search* is the share the thread's search (FTS5, ten hits) finds for "
+        "For chat-outline, *search* is the share the thread's search (FTS5, ten hits) finds for "
         "the fact's words: in a hit's line, or in the message a level-0 hit names.",
         "",
         "## Corpora",
@@ -150,7 +150,7 @@ def _notes(results: Results) -> list[str]:
     c = results.config
     out = ["### Notes", ""]
     at = [r for r in results.runs if r.budget == c.reference]
-    ours = [r for r in at if r.strategy == "chat-history"]
+    ours = [r for r in at if r.strategy == "chat-outline"]
     peer = {r.corpus: r for r in at if r.strategy == "langchain-middleware"}
     if ours:
         calls = "; ".join(
@@ -165,7 +165,7 @@ def _notes(results: Results) -> list[str]:
             for r in ours
         )
         out.append(
-            f"- **Summarizer work** at {c.reference:,} tokens: {calls}. chat-history asks once "
+            f"- **Summarizer work** at {c.reference:,} tokens: {calls}. chat-outline asks once "
             "for every message over the line limit that leaves the tail and once for every merge "
             "over it: many small calls. The middleware asks once per trigger for everything that "
             "leaves: few large ones."
@@ -177,7 +177,7 @@ def _notes(results: Results) -> list[str]:
         "- **The cache models** read nothing under 1,024 tokens, so short prompts cost more "
         "than the floor whatever the strategy; entries never expire here, where a real cache "
         "lasts minutes unless it is hit.",
-        "- **chat-history's prompt** is rendered by the benchmark (`benchmarks/view.py`) from "
+        "- **chat-outline's prompt** is rendered by the benchmark (`benchmarks/view.py`) from "
         "the committed outline and the log, until the plugin's own view lands.",
         "",
     ]

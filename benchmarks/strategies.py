@@ -115,11 +115,11 @@ class RollingWindow(_Plain):
 
 
 DEFAULT_BUDGET = 80_000
-"""The budget chat-history's defaults stand for: a 48k-token tail and a 128k-byte outline."""
+"""The budget chat-outline's defaults stand for: a 48k-token tail and a 128k-byte outline."""
 
 
 def chat_history_settings(budget: int) -> HistorySettings:
-    """chat-history's default budgets scaled to `budget`: the tail grows to 3/5 of it and is
+    """chat-outline's default budgets scaled to `budget`: the tail grows to 3/5 of it and is
     cut to 1/5; the outline (in bytes, about four to a token) takes at most the other 2/5."""
     defaults = HistorySettings(summarizer="echo")
     tail, outline = defaults.tail, defaults.outline
@@ -173,7 +173,7 @@ class ChatHistory:
 
 
 CORE: dict[str, Factory] = {
-    "chat-history": ChatHistory,
+    "chat-outline": ChatHistory,
     "full-history": FullHistory,
     "rolling-window": RollingWindow,
 }

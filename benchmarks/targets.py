@@ -1,9 +1,9 @@
 """The issue's targets, each judged met or missed from the measured numbers, saying why.
 
-1. chat-history's mean cost per turn is no higher than any other strategy's at the same budget
+1. chat-outline's mean cost per turn is no higher than any other strategy's at the same budget
    (the full history at every budget), on every corpus, with either cache;
 2. it is within 1.2x of the floor (the cache-read price times the prompt, plus the new tokens);
-3. on the cost-recall plot no other strategy is above chat-history's frontier;
+3. on the cost-recall plot no other strategy is above chat-outline's frontier;
 4. the plugin takes messages at least a quarter as fast as raw SQLite inserts;
 5. the view of a 100k-message thread takes at most 1.5x the time of a 1k-message one.
 """
@@ -17,7 +17,7 @@ from .cache import OPENAI_MINIMUM
 from .cost import Run
 from .speed import Throughput, ViewTime
 
-OURS = "chat-history"
+OURS = "chat-outline"
 PEER = "langchain-middleware"
 COSTS = {"anthropic_cost": "Anthropic-style", "openai_cost": "OpenAI-style"}
 
@@ -57,7 +57,7 @@ def cheapest(runs: Sequence[Run], reference: int) -> Target:
     if misses:
         numbers += "; higher in: " + "; ".join(misses)
     return Target(
-        goal="chat-history's mean cost per turn no higher than any peer's on every corpus",
+        goal="chat-outline's mean cost per turn no higher than any peer's on every corpus",
         met=not misses,
         numbers=numbers,
         why=_cost_why(runs, reference) if misses else "",
@@ -76,7 +76,7 @@ def near_floor(runs: Sequence[Run], reference: int, *, limit: float = 1.2) -> Ta
     if over:
         numbers += f"; over {limit}x in {len(over)} of {len(ratios)}: " + "; ".join(over)
     return Target(
-        goal=f"chat-history within {limit}x of the floor (cache-read price x prompt + new tokens)",
+        goal=f"chat-outline within {limit}x of the floor (cache-read price x prompt + new tokens)",
         met=bool(ratios) and not over,
         numbers=numbers,
         why=_cost_why(runs, reference) if over else "",
@@ -94,10 +94,10 @@ def frontier(runs: Sequence[Run], cost: str = "anthropic_cost") -> Target:
                 budget = "no budget" if other.budget is None else f"{other.budget:,}"
                 above.append(
                     f"{corpus}: {other.strategy} ({budget}) recalls {other.recall:.0%} at "
-                    f"{c:,.0f}, chat-history {reach:.0%} at that cost or less"
+                    f"{c:,.0f}, chat-outline {reach:.0%} at that cost or less"
                 )
     return Target(
-        goal="no peer above chat-history's cost-recall frontier (facts in the prompt)",
+        goal="no peer above chat-outline's cost-recall frontier (facts in the prompt)",
         met=not above,
         numbers="; ".join(above) if above else "every peer point is on or under the frontier",
         why=_recall_why() if above else "",
@@ -206,7 +206,7 @@ def _cost_why(runs: Sequence[Run], reference: int) -> str:
 def _recall_why() -> str:
     return (
         "Recall is what is still in the prompt at the end, with a summarizer that keeps a fixed "
-        "share of what it is asked, names, numbers and ids first. chat-history's oldest messages "
+        "share of what it is asked, names, numbers and ids first. chat-outline's oldest messages "
         "end up in a few lines at high levels of the tree, each standing for hundreds of "
         "messages in at most `line` bytes; an early fact stays only if it wins a place among "
         "the names and numbers of all the messages merged with it, at every merge on its way "
@@ -214,7 +214,7 @@ def _recall_why() -> str:
         "long answers) it does not. The full history keeps "
         "every fact at a cost that grows with the thread, and a peer that summarizes rarely "
         "(LangChain's middleware on short messages) can keep a fact in its one summary. "
-        "chat-history keeps every message whole in its store, so its search finds every fact "
+        "chat-outline keeps every message whole in its store, so its search finds every fact "
         "(the hollow markers), at the price of a tool call this benchmark does not charge. What "
         "would close it in the prompt: carry facts up the tree verbatim (anchored names, "
         "numbers and ids kept out of the merges' budget), or allow higher levels longer lines."

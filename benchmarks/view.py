@@ -1,4 +1,4 @@
-"""What chat-history sends an agent, rendered for the benchmarks: the one place to swap.
+"""What chat-outline sends an agent, rendered for the benchmarks: the one place to swap.
 
 The plugin's own view (`history.view.render_view`) is being written elsewhere; until it lands,
 `chat_history_prompt` renders the same thing from the committed outline: the outline's lines as

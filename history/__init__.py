@@ -1,6 +1,9 @@
-"""chat-history: a token-weighted tail, a binary summary tree and a bounded outline per thread."""
+"""chat-outline: a token-weighted tail, a binary summary tree and a bounded outline per thread."""
 
-from .agent import ThreadHistory
+import sys
+import types
+import typing
+
 from .asking import Counters
 from .contract import File, Hit, Message, Outline, Stored, Summary
 from .errors import (
@@ -16,11 +19,61 @@ from .errors import (
     UnpinnedError,
 )
 from .metering import ThreadUsage, Usage
-from .pins import Replay
-from .plugin import History
 from .settings import HistorySettings, settings_from_env
+from .store import Store, open_store
 from .summarizer import Ask, Echo, Reply, Scripted, Summarizer, Task
-from .view import Rendered, Zoom, prompt_text, render_view, search, view, zoom
+
+__version__ = "0.1.0"
+
+if typing.TYPE_CHECKING:
+    from .agent import ThreadHistory
+    from .pins import Replay
+    from .plugin import History
+    from .rebuild import rebuild
+    from .view import Rendered, Zoom, prompt_text, render_view, search, view, zoom
+
+# These pull in pydantic-ai, so they are imported when first used: the command line starts
+# without it.
+_LAZY = {
+    "History": "plugin",
+    "Rendered": "view",
+    "Replay": "pins",
+    "ThreadHistory": "agent",
+    "Zoom": "view",
+    "prompt_text": "view",
+    "rebuild": "rebuild",
+    "render_view": "view",
+    "search": "view",
+    "view": "view",
+    "zoom": "view",
+}
+
+
+def __getattr__(name: str) -> typing.Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'history' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+class _Package(types.ModuleType):
+    """Importing a submodule binds it on its package: `history.view` and `history.zoom` stay
+    the functions, whatever was imported first."""
+
+    def __setattr__(self, name: str, value: typing.Any) -> None:
+        if not (name in _LAZY and isinstance(value, types.ModuleType)):
+            super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = (
     "Ask",
@@ -43,6 +96,7 @@ __all__ = (
     "Replay",
     "Reply",
     "Scripted",
+    "Store",
     "StoreError",
     "Stored",
     "Summarizer",
@@ -54,7 +108,9 @@ __all__ = (
     "UnpinnedError",
     "Usage",
     "Zoom",
+    "open_store",
     "prompt_text",
+    "rebuild",
     "render_view",
     "search",
     "settings_from_env",

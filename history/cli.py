@@ -1,46 +1,31 @@
-"""The `chat-history` command. The only module that prints."""
+"""The `chat-outline` command. The only module that prints."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
+from . import __version__
 from .errors import ConfigurationError, HistoryError
-from .settings import HistorySettings, parse_pair, settings_from_env
+from .options import budgets as _budgets
+from .options import db_option, store_of
 
-
-def _pair(name: str) -> Callable[[str], tuple[int, int]]:
-    def read(text: str) -> tuple[int, int]:
-        try:
-            return parse_pair(text, name=name)
-        except ConfigurationError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return read
-
-
-def _budgets(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--line", type=int, help="a line's limit in bytes (512)")
-    parser.add_argument("--tail", type=_pair("--tail"), help="tail tokens MIN,MAX (16000,48000)")
-    parser.add_argument(
-        "--outline", type=_pair("--outline"), help="outline bytes MIN,MAX (64000,128000)"
-    )
-    parser.add_argument("--kept", type=int, help="newest shared messages always kept whole (4)")
-    parser.add_argument(
-        "--summarizer", help="echo (default), scripted, or a pydantic-ai model name"
-    )
+if TYPE_CHECKING:
+    from .settings import HistorySettings
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
-        prog="chat-history",
+        prog="chat-outline",
         description="A chat history plugin: a tail, a summary tree and a bounded outline.",
     )
+    top.add_argument("--version", action="version", version=f"chat-outline {__version__}")
     commands = top.add_subparsers(dest="command", required=True)
     simulate = commands.add_parser(
         "simulate", help="run the plugin on a fresh store over a JSONL file and print the trace"
@@ -57,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def settings_of(args: argparse.Namespace) -> HistorySettings:
+    from .settings import settings_from_env
+
     return settings_from_env(
         summarizer=args.summarizer,
         line=args.line,
@@ -68,6 +55,8 @@ def settings_of(args: argparse.Namespace) -> HistorySettings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if "db" in args and args.command != "demo":  # the demo's store is temporary unless named
+        args.db = store_of(args.db)
     try:
         if args.command == "simulate":
             return _simulate(args)
@@ -80,14 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "worker":
             return _worker(args)
     except HistoryError as exc:
-        print(f"chat-history: {exc}", file=sys.stderr)
+        print(f"chat-outline: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a file or database named on the command line cannot be used
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"chat-history: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"chat-outline: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("chat-history: interrupted; what was stored is kept", file=sys.stderr)
+        print("chat-outline: interrupted; what was stored is kept", file=sys.stderr)
         return 130
     return 0
 
@@ -115,7 +104,7 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         data = args.file.read_bytes()
     except OSError as exc:
-        print(f"chat-history: cannot read {str(args.file)!r}: {exc.strerror}", file=sys.stderr)
+        print(f"chat-outline: cannot read {str(args.file)!r}: {exc.strerror}", file=sys.stderr)
         return 2
 
     def report(number: int, reason: str) -> None:
@@ -130,7 +119,7 @@ def _worker_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     worker = commands.add_parser(
         "worker", help="process the threads of a shared store until stopped (SIGTERM, SIGINT)"
     )
-    worker.add_argument("--db", required=True, help="the store: a postgresql:// URL")
+    db_option(worker, what="a postgresql:// URL")
     worker.add_argument("--poll", type=float, default=1.0, help="seconds between looks (1)")
     worker.add_argument(
         "--grace", type=float, default=10.0, help="seconds to finish batches on a stop (10)"

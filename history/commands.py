@@ -10,47 +10,39 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import report
-from .errors import NotFoundError, StoreError
-from .ingest import FORMATS, Parsed, Problem, conflicts, read, store_all, strays
-from .plugin import History
-from .processors.erase import erase
+from .contract import format_at
+from .errors import ConfigurationError, NotFoundError, StoreError
+from .ingest import FORMATS
+from .options import db_option, json_option, positive
 from .settings import HistorySettings
-from .store import Store, open_store
-from .view import render_view, search, zoom
+
+if TYPE_CHECKING:  # rich, pydantic-ai and the drivers load in the commands that use them
+    from rich.console import Console
+
+    from .ingest import Parsed, Problem
+    from .plugin import History
+    from .store import Store
 
 NAMES = ("ingest", "threads", "show", "prompt", "zoom", "search", "erase", "demo")
-DEFAULT_DB = "chat-history.sqlite"
+STDIN = Path("<stdin>")
+"""The path a file read from standard input (`-`) is reported under."""
 
 Budgets = Callable[[argparse.ArgumentParser], None]
 SettingsOf = Callable[[argparse.Namespace], HistorySettings]
 
 
-def positive(text: str) -> int:
-    """An argparse type: a whole number above 0."""
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number above 0, got {text!r}")
-    return int(text)
-
-
-def db_option(parser: argparse.ArgumentParser, default: str | None = DEFAULT_DB) -> None:
-    parser.add_argument("--db", default=default, help=f"the store: a SQLite path ({DEFAULT_DB})")
-
-
 def register(commands: Any, *, budgets: Budgets) -> None:
-    """Add the commands to the `chat-history` parser's subcommands."""
+    """Add the commands to the `chat-outline` parser's subcommands."""
     from .demo import register_demo
 
     db = db_option
@@ -61,7 +53,7 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     ingest.add_argument(
         "files", type=Path, nargs="+", metavar="FILE",
         help="a JSONL history, a ChatGPT export (conversations.json, or its zip), "
-        "a pydantic-ai message history, or a list of chat messages",
+        "a pydantic-ai message history, or a list of chat messages; - reads standard input",
     )  # fmt: skip
     ingest.add_argument("--format", choices=FORMATS, help="the files' format (told by default)")
     ingest.add_argument("--thread", help="the thread of a one-conversation file (its name)")
@@ -73,16 +65,23 @@ def register(commands: Any, *, budgets: Budgets) -> None:
 
     threads = commands.add_parser("threads", help="every thread with its figures")
     db(threads)
+    json_option(threads)
 
     show = commands.add_parser("show", help="a thread's summary tree, outline and tail")
     show.add_argument("thread")
     show.add_argument("--depth", type=positive, help="levels drawn under each top node (all)")
     db(show)
+    json_option(show)
 
     prompt = commands.add_parser("prompt", help="exactly what an agent of the thread is sent")
     prompt.add_argument("thread")
-    prompt.add_argument("--agent", help="whose view: its messages are its own turns (nobody's)")
+    prompt.add_argument(
+        "--agent",
+        help="whose view: its messages are its own turns (by default the thread's agent, when it "
+        "has one; '' for nobody's)",
+    )
     db(prompt)
+    json_option(prompt)
     budgets(prompt)
 
     zoom = commands.add_parser("zoom", help="open a line into the two under it, or a message")
@@ -90,6 +89,7 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     zoom.add_argument("label", help="a node's label, such as 0+8, or a message's, such as 12+1")
     zoom.add_argument("--page", type=positive, default=1, help="the page of a long message (1)")
     db(zoom)
+    json_option(zoom)
     budgets(zoom)
 
     search = commands.add_parser("search", help="the lines and messages that hold some words")
@@ -97,6 +97,7 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     search.add_argument("words", nargs="+")
     search.add_argument("--limit", type=positive, default=10, help="the most results shown (10)")
     db(search)
+    json_option(search)
     budgets(search)
 
     erase = commands.add_parser("erase", help="delete a thread: its messages, lines and outline")
@@ -108,12 +109,13 @@ def register(commands: Any, *, budgets: Budgets) -> None:
 
 def run(args: argparse.Namespace, settings_of: SettingsOf) -> int:
     """Run one of the commands in NAMES; errors reach the caller, which reports them."""
-    _log_to_stderr()
     if args.command == "ingest":
+        _log_to_stderr()
         return _ingest(args, settings_of(args))
     if args.command == "demo":
         from .demo import run_demo
 
+        _log_to_stderr()
         return run_demo(args, settings_of)
     if args.command in ("prompt", "zoom", "search"):
         return anyio.run(_read_side, args, settings_of(args))
@@ -121,22 +123,35 @@ def run(args: argparse.Namespace, settings_of: SettingsOf) -> int:
 
 
 def out() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
 def err() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
 def _log_to_stderr() -> None:
+    from rich.logging import RichHandler
+
     root = logging.getLogger("history")
     if not root.handlers:
         root.addHandler(RichHandler(console=err(), show_time=False, show_path=False))
 
 
+def print_json(value: object) -> None:
+    """One JSON document on stdout: what `--json` prints."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+
+
 @asynccontextmanager
 async def opened(db: str) -> AsyncIterator[Store]:
     """An existing store, opened for reading (it is never created here)."""
+    from .store import open_store
+
     _must_exist(db)
     store = open_store(db)
     await store.open()
@@ -155,9 +170,23 @@ def _must_exist(db: str) -> None:
 
 
 def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
+    from .ingest import ONE_THREAD, read
+
     console = err()
     files = []
+    if sum(str(path) == "-" for path in args.files) > 1:
+        raise ConfigurationError("standard input (-) can be read only once in one ingest")
     for path in args.files:
+        if str(path) == "-":
+            parsed = read(STDIN, data=sys.stdin.buffer.read(), format=args.format,
+                          thread=args.thread)  # fmt: skip
+            if parsed.format in ONE_THREAD and args.thread is None:
+                raise ConfigurationError(
+                    f"standard input holds one {parsed.format!r} conversation and has no file "
+                    "name to call its thread: name it with --thread"
+                )
+            files.append(parsed)
+            continue
         with console.status(f"reading {path}") if console.is_terminal else nullcontext():
             files.append(read(path, format=args.format, thread=args.thread))
     if not _problems(files, skip=args.skip_bad):
@@ -186,13 +215,18 @@ def _report(problems: Sequence[tuple[Path, Problem]]) -> None:
 
 
 def _say(text: str) -> None:
-    print(f"chat-history: {text}", file=sys.stderr)
+    print(f"chat-outline: {text}", file=sys.stderr)
 
 
 async def write_files(
     files: Sequence[Parsed], settings: HistorySettings, db: str, skip: bool, *, quiet: bool = False
 ) -> int:
     """Check the records against the store, write them with a progress bar, wait for processing."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .ingest import conflicts, store_all, strays
+    from .plugin import History
+
     console = err()
     bars = Progress(
         TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(),
@@ -212,7 +246,7 @@ async def write_files(
         for thread, gone in (await strays(history.store, files)).items():
             _say(
                 f"thread {thread!r} holds {gone} stored message(s) this file no longer has "
-                f"(edited or regenerated since?); to follow the file's branch: chat-history "
+                f"(edited or regenerated since?); to follow the file's branch: chat-outline "
                 f"erase {thread} --db {db}, then ingest it again"
             )
         bad = {(path, problem.where) for path, problem in clashes}
@@ -256,19 +290,28 @@ async def write_files(
 
 
 async def _inspect(args: argparse.Namespace) -> int:
+    from . import report
+
     async with opened(args.db) as store:
         if args.command == "threads":
             names = await store.threads()
-            if not names:
-                print(f"no threads in {args.db!r}")
-                return 0
             figures = [(await report.snapshot(store, t)).figures for t in names]
-            print(f"{len(names)} threads in {args.db}")
-            out().print(report.threads_table(figures))
+            if args.json:
+                print_json({"store": args.db, "threads": [dataclasses.asdict(f) for f in figures]})
+            elif not names:
+                print(f"no threads in {args.db!r}")
+            else:
+                print(f"{len(names)} threads in {args.db}")
+                out().print(report.threads_table(figures))
         elif args.command == "show":
             snap = await report.snapshot(store, args.thread)
-            out().print(report.show(snap, depth=args.depth))
+            if args.json:
+                print_json(report.show_json(snap))
+            else:
+                out().print(report.show(snap, depth=args.depth))
         else:
+            from .processors.erase import erase
+
             snap = await report.snapshot(store, args.thread)
             await erase(store, args.thread)
             f = snap.figures
@@ -281,26 +324,75 @@ async def _inspect(args: argparse.Namespace) -> int:
 
 async def _read_side(args: argparse.Namespace, settings: HistorySettings) -> int:
     """Read only: what is stored and not yet processed is sent whole, as an agent gets it."""
+    from .plugin import History
+    from .view import search, zoom
+
     _must_exist(args.db)
     async with History(settings, store=args.db, process=False) as history:
         if await history.outline(args.thread) is None:
             raise NotFoundError(f"no thread {args.thread!r} in {args.db!r}")
         if args.command == "prompt":
-            await print_prompt(history, args.thread, agent=args.agent)
+            agent = (
+                (args.agent or None)
+                if args.agent is not None
+                else (await only_agent(history, args.thread))
+            )
+            await print_prompt(history, args.thread, agent=agent, as_json=args.json)
         elif args.command == "zoom":
             opened = await zoom(history, args.thread, args.label, page=args.page)
-            sys.stdout.write(f"{opened.text}\n")
+            if args.json:
+                print_json({
+                    "thread": args.thread, "label": opened.label, "level": opened.level,
+                    "index": opened.index, "page": opened.page, "pages": opened.pages,
+                    "lines": [{"label": n.label, "text": n.text} for n in opened.lines],
+                    "message": None if opened.message is None else opened.message.id,
+                    "text": opened.text,
+                })  # fmt: skip
+            else:
+                sys.stdout.write(f"{opened.text}\n")
         else:
-            hits = await search(history, args.thread, " ".join(args.words), limit=args.limit)
+            query = " ".join(args.words)
+            hits = await search(history, args.thread, query, limit=args.limit)
+            if args.json:
+                print_json({"thread": args.thread, "query": query, "hits": [
+                    {"label": h.label, "level": h.level, "index": h.index, "text": h.text,
+                     "at": format_at(h.at), "message": h.message} for h in hits
+                ]})  # fmt: skip
+                return 0
             if not hits:
                 _say("nothing found")
             sys.stdout.write("".join(f"{hit.label}|{hit.text}\n" for hit in hits))
     return 0
 
 
-async def print_prompt(history: History, thread: str, *, agent: str | None) -> None:
+async def only_agent(history: History, thread: str) -> str | None:
+    """The agent whose view `prompt` shows when none is named: the one author of the messages
+    sent whole that makes tool steps or is called `assistant`; None when there are none or
+    several (those are named on stderr)."""
+    from . import report
+    from .ingest import ASSISTANT
+
+    snap = await report.snapshot(history.store, thread)
+    agents = sorted(
+        {s.message.author for s in snap.whole if s.message.step or s.message.author == ASSISTANT}
+    )
+    if len(agents) > 1:
+        _say(f"thread {thread!r} has agents {', '.join(agents)}: showing nobody's view "
+             "(name one with --agent)")  # fmt: skip
+    return agents[0] if len(agents) == 1 else None
+
+
+async def print_prompt(
+    history: History, thread: str, *, agent: str | None, as_json: bool = False
+) -> None:
     """The prompt on stdout exactly as sent; its size on stderr, so a pipe gets the prompt only."""
+    from .view import render_view
+
     result = await render_view(history, thread, agent=agent)
+    if as_json:
+        print_json({"thread": thread, "agent": agent, "text": result.text,
+                    "tokens": result.tokens, "bytes": result.bytes})  # fmt: skip
+        return
     sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
     sys.stdout.flush()
     print(f"{result.tokens} tokens, {result.bytes} bytes", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""`chat-history demo`: a bundled planning chat, ingested with small budgets, then shown.
+"""`chat-outline demo`: a bundled planning chat, ingested with small budgets, then shown.
 
 The chat (`history/data/demo.jsonl`) was written for this project: four weeks of a founder
 planning a product launch with an assistant, with names, prices, dates and ids settled early,
@@ -17,19 +17,8 @@ from typing import Any
 
 import anyio
 
-from . import report
-from .commands import (
-    Budgets,
-    SettingsOf,
-    db_option,
-    opened,
-    out,
-    positive,
-    print_prompt,
-    write_files,
-)
-from .ingest import read
-from .plugin import History
+from .commands import Budgets, SettingsOf, opened, out, print_prompt, write_files
+from .options import positive
 from .settings import TAIL_VARIABLE, HistorySettings
 
 TAIL = (400, 800)
@@ -50,7 +39,7 @@ def register_demo(commands: Any, *, budgets: Budgets) -> None:
         description=f"The demo's own defaults: --tail {TAIL[0]},{TAIL[1]} (or HISTORY_TAIL), "
         f"--outline {OUTLINE[0]},{OUTLINE[1]}, --line {LINE}; a temporary store unless --db.",
     )
-    db_option(demo, default=None)
+    demo.add_argument("--db", help="keep the demo's store in this SQLite file (temporary)")
     demo.add_argument("--depth", type=positive, default=DEPTH, help=f"tree levels drawn ({DEPTH})")
     budgets(demo)
 
@@ -66,17 +55,21 @@ def run_demo(args: argparse.Namespace, settings_of: SettingsOf) -> int:
         settings = settings.with_changes(line=LINE)
     if args.db is not None:
         return anyio.run(show_demo, settings, args.db, args.depth, args.db)
-    with TemporaryDirectory(prefix="chat-history-demo-") as scratch:
+    with TemporaryDirectory(prefix="chat-outline-demo-") as scratch:
         db = str(Path(scratch) / "demo.sqlite")
         where = "temporary (keep it with --db demo.sqlite)"
         return anyio.run(show_demo, settings, db, args.depth, where)
 
 
 async def show_demo(settings: HistorySettings, db: str, depth: int, where: str) -> int:
+    from . import report
+    from .ingest import read
+    from .plugin import History
+
     with resources.as_file(resources.files("history") / "data" / "demo.jsonl") as path:
         parsed = read(path)
     console = out()
-    console.rule("chat-history demo")
+    console.rule("chat-outline demo")
     console.print(
         f"A planning chat of {parsed.messages} messages, ingested with a tail of "
         f"{settings.tail[0]:,} to {settings.tail[1]:,} tokens, an outline of "

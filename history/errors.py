@@ -1,4 +1,4 @@
-"""The errors chat-history raises, one small family.
+"""The errors chat-outline raises, one small family.
 
 HistoryError
  ├── ConfigurationError   settings that cannot work (refused at startup)
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 
 class HistoryError(Exception):
-    """The root of every error chat-history raises."""
+    """The root of every error chat-outline raises."""
 
 
 class ConfigurationError(HistoryError, ValueError):

@@ -126,14 +126,22 @@ def synthetic_at(position: int) -> datetime:
     return SYNTHETIC_START + timedelta(seconds=position)
 
 
-def read(path: Path, *, format: Format | None = None, thread: str | None = None) -> Parsed:
+def read(
+    path: Path,
+    *,
+    format: Format | None = None,
+    thread: str | None = None,
+    data: bytes | None = None,
+) -> Parsed:
     """Read and check one file. OSError when it cannot be read; InputError for a format that
     cannot be told, ConfigurationError for a `thread` given to a format that names its own.
+
+    `data`, when given, is the file's content (standard input, say), `path` only its name.
 
     A zip is read as a ChatGPT data export: its `conversations.json` (or the numbered parts
     `conversations-000.json`, ...), a record's place prefixed with the part's name.
     """
-    data = path.read_bytes()
+    data = path.read_bytes() if data is None else data
     zipped = data.startswith(b"PK\x03\x04")
     chosen = format or ("chatgpt" if zipped else detect(data, path))
     if thread is not None and chosen not in ONE_THREAD:

@@ -1,9 +1,9 @@
 """The commands that look after a store and its pinned calls: rebuild, export, load and stats.
 
-    chat-history rebuild THREAD [--allow-model-calls] [--dry-run] [--force] [--db PATH] [budgets]
-    chat-history export [THREAD] --out FILE [--db PATH]
-    chat-history load FILE [--db PATH]
-    chat-history stats [--thread T] [--input-price P] [--output-price P] [--json] [--db PATH]
+    chat-outline rebuild THREAD [--allow-model-calls] [--dry-run] [--force] [--db PATH] [budgets]
+    chat-outline export [THREAD] --out FILE [--db PATH]
+    chat-outline load FILE [--db PATH]
+    chat-outline stats [--thread T] [--input-price P] [--output-price P] [--json] [--db PATH]
 
 `history.cli` registers them and hands them their parsed arguments; errors are raised as
 `HistoryError`s, which the command line prints. A refused rebuild exits with status 3.
@@ -22,19 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import anyio
-from rich.console import Console
-from rich.table import Table
 
 from .errors import InputError, NotFoundError, RebuildRefused, UnpinnedError
-from .settings import HistorySettings
-from .store import Store, open_store
-from .store.records import ThreadRecords
+from .options import db_option, json_option
 
 if TYPE_CHECKING:
     from .carry import Exported
+    from .settings import HistorySettings
+    from .store import Store
+    from .store.records import ThreadRecords
 
 COMMANDS = ("rebuild", "export", "load", "stats")
-DEFAULT_DB = "chat-history.sqlite"
 REFUSED = 3
 """The exit status of a rebuild refused because it would call the model."""
 
@@ -63,7 +61,7 @@ def add_commands(
         action="store_true",
         help="rebuild even when it leaves summarized messages without a line (a larger tail)",
     )
-    _db(rebuild)
+    db_option(rebuild)
     budgets(rebuild)
 
     export = commands.add_parser(
@@ -71,13 +69,13 @@ def add_commands(
     )
     export.add_argument("thread", nargs="?", help="the thread (every thread when left out)")
     export.add_argument("--out", required=True, help="the JSONL file to write, or - for stdout")
-    _db(export)
+    db_option(export)
 
     load = commands.add_parser(
         "load", help="load an export into a store; what it holds already is skipped"
     )
-    load.add_argument("file", type=Path)
-    _db(load)
+    load.add_argument("file", type=Path, help="an export (JSONL), or - for standard input")
+    db_option(load)
 
     stats = commands.add_parser("stats", help="the summarizer's calls, tokens and cost per thread")
     stats.add_argument("--thread", help="one thread only")
@@ -87,8 +85,8 @@ def add_commands(
     stats.add_argument(
         "--output-price", type=_price, default=0.0, help="price of a million output tokens (0)"
     )
-    stats.add_argument("--json", action="store_true", help="print JSON")
-    _db(stats)
+    json_option(stats)
+    db_option(stats)
 
 
 def run(
@@ -104,17 +102,11 @@ def run(
         try:
             return anyio.run(_rebuild, args, settings)
         except (UnpinnedError, RebuildRefused) as exc:
-            print(f"chat-history: {exc}", file=sys.stderr)
+            print(f"chat-outline: {exc}", file=sys.stderr)
             return REFUSED
     if args.command == "export":
         return _export(args)
     return anyio.run(_stats, args)
-
-
-def _db(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--db", default=DEFAULT_DB, help=f"the store: a SQLite path or a URL ({DEFAULT_DB})"
-    )
 
 
 def _price(text: str) -> float:
@@ -135,6 +127,8 @@ def _must_exist(where: str) -> None:
 
 @asynccontextmanager
 async def _opened(where: str) -> AsyncIterator[Store]:
+    from .store import open_store
+
     store = open_store(where)
     await store.open()
     try:
@@ -191,15 +185,15 @@ def _export(args: argparse.Namespace) -> int:
             raise InputError(f"cannot write {args.out!r}: {exc.strerror}") from None
         finally:
             partial.unlink(missing_ok=True)
-    Console(stderr=True).print(
-        f"exported {done.threads} thread(s), {done.records} records", highlight=False
-    )
+    print(f"exported {done.threads} thread(s), {done.records} records", file=sys.stderr)
     return 0
 
 
 def _read(path: Path) -> list[ThreadRecords]:
     from .carry import read_records
 
+    if str(path) == "-":
+        return read_records(sys.stdin.buffer, source="<stdin>")
     try:
         with path.open("rb") as source:
             return read_records(source, source=str(path))
@@ -229,6 +223,9 @@ async def _stats(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(asdict(meter)))
         return 0
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title="summarizer calls")
     for column in ("thread", "calls", "input tokens", "output tokens", "cost"):
         table.add_column(column, justify="left" if column == "thread" else "right")

@@ -39,7 +39,7 @@ from .processors.erase import erase
 from .processors.summarize import Nodes
 from .processors.weight import encoding, weight
 from .settings import HistorySettings
-from .store import Store, open_store
+from .store import Store, default_store, open_store
 from .summarizer import Ask, Summarizer, summarizer_for
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class History:
         self,
         settings: HistorySettings,
         *,
-        store: str | Path | Store = "chat-history.sqlite",
+        store: str | Path | Store | None = None,
         model: Model | Summarizer | None = None,
         concurrency: int = 8,
         timeout: float = 60.0,
@@ -79,7 +79,9 @@ class History:
 
         Args:
             settings: the budgets and the summarizer's name.
-            store: a SQLite path, a `postgresql://` URL, or a Store.
+            store: a SQLite path, a `postgresql://` URL, or a Store; by default
+                `chat-outline.sqlite` (or `chat-history.sqlite`, the former default, when only
+                it exists).
             model: a summarizer to use instead of the one `settings` names (a pydantic-ai
                 `Model` such as `FunctionModel`, or any `Summarizer`).
             concurrency: summarizer calls in flight at once, across all threads.
@@ -92,7 +94,7 @@ class History:
                 or bill it per thread, space or user.
             process: process the threads of the messages handed over here, and catch up on
                 opening; False only stores, and leaves the processing to workers that share the
-                store (`chat-history worker`), which call `catch_up`.
+                store (`chat-outline worker`), which call `catch_up`.
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -109,6 +111,8 @@ class History:
             model = summarizer_for(model or settings.summarizer, settings=settings.model_settings)
         self.summarizer: Summarizer = model
         self.model_key = model_key(model.name, settings.model_settings)
+        if store is None:
+            store = default_store()
         self.store: Store = store if not isinstance(store, str | Path) else open_store(store)
         self.counters = Counters()
         self._pause, self._max_pause = pause, max_pause

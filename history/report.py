@@ -7,17 +7,18 @@ decides where they are printed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
-from rich.tree import Tree
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from .contract import Outline, Stored, Summary, format_at
 from .errors import NotFoundError
 from .lines import label, line_of
 from .store import Store
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.table import Table
+    from rich.tree import Tree
 
 EVERYTHING = 2**62
 """A `limit` larger than any thread: every pending message."""
@@ -84,6 +85,8 @@ async def snapshot(store: Store, thread: str) -> Snapshot:
 
 
 def threads_table(figures: Sequence[Figures]) -> Table:
+    from rich.table import Table
+
     table = Table(
         caption="lines: the tree's nodes, in depth levels; outline: the lines agents are sent, "
         "and their bytes; tail: the messages sent whole, and their tokens",
@@ -107,6 +110,9 @@ def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
     Nodes in the outline are marked `▶`. `depth` limits how many levels are drawn under each
     top node.
     """
+    from rich.text import Text
+    from rich.tree import Tree
+
     nodes = {(n.level, n.index): n for n in snap.nodes}
     shown = {(level, index) for level, index, _, _ in snap.outline.lines}
     f = snap.figures
@@ -143,6 +149,9 @@ def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
 
 def outline_table(snap: Snapshot) -> RenderableType:
     """The outline: the lines an agent is sent in place of the messages that left the tail."""
+    from rich.table import Table
+    from rich.text import Text
+
     o = snap.outline
     if not o.lines:
         return Text("outline: empty (never cut: agents are sent every message whole)")
@@ -163,6 +172,9 @@ def outline_table(snap: Snapshot) -> RenderableType:
 
 def tail_table(snap: Snapshot) -> Table:
     """The messages still whole, oldest first."""
+    from rich.table import Table
+    from rich.text import Text
+
     f = snap.figures
     table = Table(title=f"tail: {f.tail} messages whole, {f.tokens} tokens", title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
@@ -176,4 +188,35 @@ def tail_table(snap: Snapshot) -> Table:
 
 
 def show(snap: Snapshot, *, depth: int | None = None) -> RenderableType:
+    from rich.console import Group
+    from rich.text import Text
+
     return Group(tree(snap, depth=depth), Text(), outline_table(snap), Text(), tail_table(snap))
+
+
+def show_json(snap: Snapshot) -> dict[str, Any]:
+    """`show --json`: the figures, every node (oldest first, lowest level first), the outline's
+    lines and the messages sent whole."""
+    shown = {(level, index) for level, index, _, _ in snap.outline.lines}
+    nodes = {(n.level, n.index): n for n in snap.nodes}
+    return {
+        "thread": snap.outline.thread,
+        "figures": asdict(snap.figures),
+        "nodes": [
+            {"label": n.label, "level": n.level, "index": n.index, "text": n.text,
+             "bytes": n.bytes, "at": format_at(n.at), "outline": (n.level, n.index) in shown}
+            for n in sorted(snap.nodes, key=lambda n: (n.index * 2**n.level, n.level))
+        ],
+        "outline": [
+            {"label": label(level, index), "bytes": size, "at": format_at(at),
+             "text": node.text if (node := nodes.get((level, index))) else None}
+            for level, index, size, at in snap.outline.lines
+        ],
+        "tail": [
+            {"index": s.index, "seq": s.seq, "id": s.message.id, "author": s.message.author,
+             "to": s.message.to, "at": format_at(s.message.at), "step": s.message.step,
+             "tokens": s.weight, "text": s.message.text,
+             "files": [f.to_json() for f in s.message.files]}
+            for s in snap.whole
+        ],
+    }  # fmt: skip

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-from pydantic_ai.settings import ModelSettings
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from pydantic_ai.settings import ModelSettings
 
 TAIL_VARIABLE = "HISTORY_TAIL"
 

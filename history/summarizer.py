@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
-
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models import Model, infer_model
-from pydantic_ai.settings import ModelSettings
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .errors import ConfigurationError, SummarizerError
 from .lines import cut, label, normalize, prefix, size
+
+if TYPE_CHECKING:  # pydantic-ai is imported by the model summarizer only, when it is made
+    from pydantic_ai.models import Model
+    from pydantic_ai.settings import ModelSettings
 
 INSTRUCTIONS = """\
 You compress a chat into short lines, one line per task.
@@ -167,6 +166,9 @@ class ModelSummarizer:
     """A pydantic-ai model: the fixed instructions, then the conversation so far."""
 
     def __init__(self, model: Model | str, *, settings: ModelSettings | None = None) -> None:
+        from pydantic_ai import Agent
+        from pydantic_ai.models import infer_model
+
         try:
             resolved = infer_model(model)
         except ImportError as exc:
@@ -180,6 +182,14 @@ class ModelSummarizer:
         self._agent = Agent(resolved, instructions=INSTRUCTIONS, model_settings=settings)
 
     async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        from pydantic_ai.messages import (
+            ModelMessage,
+            ModelRequest,
+            ModelResponse,
+            TextPart,
+            UserPromptPart,
+        )
+
         history: list[ModelMessage] = []
         for prompt, answer in zip(prompts, answers, strict=False):
             history.append(ModelRequest(parts=[UserPromptPart(content=prompt)]))

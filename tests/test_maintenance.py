@@ -20,7 +20,7 @@ BUDGETS = ["--line", "96", "--tail", "80,240", "--outline", "300,700", "--kept",
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store of two threads written by `echo` with small budgets."""
-    path = tmp_path_factory.mktemp("written") / "chat-history.sqlite"
+    path = tmp_path_factory.mktemp("written") / "chat-outline.sqlite"
     settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
     chat = long_chat(150) + long_chat(60, thread="u", seed=4)
     anyio.run(lambda: ingest(chat, settings, store=str(path)))
@@ -74,7 +74,7 @@ def test_a_rebuild_that_needs_the_model_is_refused_unless_allowed(
 
     status, out, err = run(capsys, "rebuild", "t", *smaller)
     assert (status, out) == (3, "")
-    assert err.startswith(f"chat-history: rebuilding thread 't' would make {calls} model calls")
+    assert err.startswith(f"chat-outline: rebuilding thread 't' would make {calls} model calls")
 
     status, out, _ = run(capsys, "rebuild", "t", "--allow-model-calls", *smaller)
     assert status == 0 and out.endswith(f"made {calls} model calls\n")
@@ -116,5 +116,5 @@ def test_a_mistake_is_a_message_and_a_status_never_a_traceback(
     Path("bad.jsonl").write_text('{"kind": "summary"}\n', encoding="utf-8")
     status, out, err = run(capsys, *argv)
     assert (status, out) == (2, "")
-    assert err.startswith(f"chat-history: {message}")
+    assert err.startswith(f"chat-outline: {message}")
     assert not Path("x.jsonl").exists() and not Path(".x.jsonl.partial").exists()

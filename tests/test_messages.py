@@ -159,7 +159,7 @@ async def test_a_database_that_is_not_ours_is_refused(tmp_path: Any) -> None:
         db.execute("CREATE TABLE users (id INTEGER)")
     from history import StoreError
 
-    with pytest.raises(StoreError, match="not a chat-history database"):
+    with pytest.raises(StoreError, match="not a chat-outline database"):
         async with History(HistorySettings(summarizer="echo"), store=path):
             pass
 

@@ -1,4 +1,4 @@
-"""`chat-history simulate FILE --json`: the trace, bad lines on stderr, settings from the env."""
+"""`chat-outline simulate FILE --json`: the trace, bad lines on stderr, settings from the env."""
 
 from __future__ import annotations
 

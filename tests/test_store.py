@@ -251,7 +251,7 @@ async def test_reopening_keeps_what_was_stored(store: Store, database: str) -> N
 async def test_a_database_that_is_not_ours_is_refused(database: str, anyio_backend: str) -> None:
     await anyio.to_thread.run_sync(run_sql, database, "CREATE TABLE customers (id INTEGER)")
     foreign = open_store(database)
-    with pytest.raises(StoreError, match="not a chat-history database"):
+    with pytest.raises(StoreError, match="not a chat-outline database"):
         await foreign.open()
 
 

@@ -1,36 +1,12 @@
-"""The toolchain runs with the tests: lint, format and strict types, as CI runs them."""
+"""The public API is exactly what `history/__init__.py` exports.
+
+Lint, format and strict type checks run in `.ci/run`, beside the tests: `ruff check .`,
+`ruff format --check .` and `mypy`.
+"""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["history", "processors", "tests", "benchmarks", "examples"]
-
-
-def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        ("ruff", "check", *SOURCES),
-        ("ruff", "format", "--check", *SOURCES),
-        ("mypy",),
-    ],
-    ids=["ruff-check", "ruff-format", "mypy-strict"],
-)
-def test_the_code_passes(command: tuple[str, ...]) -> None:
-    result = run(*command)
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_public_api_is_what_init_exports() -> None:

@@ -78,7 +78,7 @@ def spawn(*args: str, log: Path) -> subprocess.Popen[str]:
 
 
 def worker(url: str, log: Path, *flags: str) -> subprocess.Popen[str]:
-    """`chat-history worker` on the store, looking for work often."""
+    """`chat-outline worker` on the store, looking for work often."""
     return spawn("-m", "history.cli", "worker", "--db", url, "--poll", "0.05", "--json",
                  *FLAGS, *flags, log=log)  # fmt: skip
 

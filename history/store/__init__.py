@@ -124,6 +124,19 @@ class Store(Protocol):
         ...
 
 
+DEFAULT_STORE = "chat-outline.sqlite"
+"""The SQLite file a store is kept in when none is named."""
+FORMER_STORE = "chat-history.sqlite"
+"""The default file of the releases named chat-history."""
+
+
+def default_store() -> str:
+    """The default SQLite file: `chat-outline.sqlite`, or the former default when only it exists."""
+    if not Path(DEFAULT_STORE).exists() and Path(FORMER_STORE).exists():
+        return FORMER_STORE
+    return DEFAULT_STORE
+
+
 def open_store(where: str | Path) -> Store:
     """A store for a path (SQLite) or a `postgresql://` URL."""
     text = str(where)
@@ -132,7 +145,7 @@ def open_store(where: str | Path) -> Store:
             from .postgres import PostgresStore
         except ImportError as exc:
             raise ConfigurationError(
-                f"{text!r} needs asyncpg: pip install 'chat-history[postgres]' ({exc})"
+                f"{text!r} needs asyncpg: pip install 'chat-outline[postgres]' ({exc})"
             ) from exc
         return PostgresStore(text)
     from .sqlite import SQLiteStore

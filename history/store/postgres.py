@@ -151,7 +151,7 @@ class PostgresStore:
                 "SELECT tablename FROM pg_tables WHERE schemaname = $1", schema)}  # fmt: skip
         if tables and "migration" not in tables:
             raise StoreError(
-                f"{self.url!r} is not a chat-history database (tables: {sorted(tables)})"
+                f"{self.url!r} is not a chat-outline database (tables: {sorted(tables)})"
             )
         # Each step is checked and applied under one lock, so that workers starting together on
         # an empty database apply it once.
@@ -162,7 +162,7 @@ class PostgresStore:
             done = {r[0] for r in await db.fetch("SELECT name FROM migration")}
         unknown = done - {name for name, _ in rows.MIGRATIONS}
         if unknown:
-            raise StoreError(f"{self.url!r} was written by a newer chat-history: {sorted(unknown)}")
+            raise StoreError(f"{self.url!r} was written by a newer chat-outline: {sorted(unknown)}")
         for name, filename in rows.MIGRATIONS:
             if name in done:
                 continue

@@ -43,6 +43,9 @@ class SQLiteStore:
 
     async def open(self) -> None:
         try:
+            # A path SQLite cannot open is refused before aiosqlite's thread starts: a failed
+            # connect leaves that thread answering a loop that may be closed by then.
+            await anyio.to_thread.run_sync(_try_open, self.url)
             self._db = await aiosqlite.connect(self.url, isolation_level=None)
             for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "busy_timeout = 30000"):
                 await self._db.execute(f"PRAGMA {pragma}")
@@ -90,7 +93,7 @@ class SQLiteStore:
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
         if tables and "migration" not in tables:
             raise StoreError(
-                f"{self.url!r} is not a chat-history database (tables: {sorted(tables)})"
+                f"{self.url!r} is not a chat-outline database (tables: {sorted(tables)})"
             )
         async with self._write() as db:
             await db.execute(rows.MIGRATION_TABLE)
@@ -98,7 +101,7 @@ class SQLiteStore:
             done = {r[0] for r in await db.execute_fetchall("SELECT name FROM migration")}
         unknown = done - {name for name, _ in rows.MIGRATIONS}
         if unknown:
-            raise StoreError(f"{self.url!r} was written by a newer chat-history: {sorted(unknown)}")
+            raise StoreError(f"{self.url!r} was written by a newer chat-outline: {sorted(unknown)}")
         for name, filename in rows.MIGRATIONS:
             if name in done:
                 continue
@@ -419,3 +422,7 @@ async def _apply(db: aiosqlite.Connection, plan: records.Plan) -> None:
 async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:
     found = await db.execute_fetchall(sql, args)
     return next(iter(found), None)
+
+
+def _try_open(path: str) -> None:
+    sqlite3.connect(path).close()

@@ -1,0 +1,250 @@
+"""The command as a user scripts it: --version, --json on every read command, - for standard
+input, the store named by $CHAT_OUTLINE_DB, the agent `prompt` picks, one-line errors, and a
+start that loads nothing heavy."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import history
+from history.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "launch.jsonl"
+CHAT = [
+    {"role": "user", "content": "Shall we price it at 49 euros?"},
+    {"role": "assistant", "content": "Yes: 49 euros a year."},
+    {"role": "user", "content": "And the launch date?"},
+]
+
+
+@pytest.fixture(autouse=True)
+def clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("HISTORY_TAIL", raising=False)
+    monkeypatch.delenv("CHAT_OUTLINE_DB", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def as_json(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> object:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    assert out.count("\n") == 1  # one document, one line
+    return json.loads(out)
+
+
+@pytest.fixture
+def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    path = tmp_path / "h.sqlite"
+    assert run(capsys, "ingest", EXAMPLE, "--tail", "40,80", "--db", path)[0] == 0
+    return path
+
+
+def test_version_names_the_command_and_the_package_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"chat-outline {history.__version__}\n"
+
+
+def test_threads_and_show_as_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    listed = as_json(capsys, "threads", "--db", db)
+    assert listed == {
+        "store": str(db),
+        "threads": [
+            {"thread": "t", "messages": 16, "pending": 0, "nodes": 22, "depth": 4, "lines": 12,
+             "bytes": 526, "tail": 4, "tokens": 58},
+        ],
+    }  # fmt: skip
+    shown = as_json(capsys, "show", "t", "--db", db)
+    assert isinstance(shown, dict)
+    assert list(shown) == ["thread", "figures", "nodes", "outline", "tail"]
+    assert shown["figures"] == listed["threads"][0]  # type: ignore[index]
+    assert len(shown["nodes"]) == 22 and len(shown["outline"]) == 12 and len(shown["tail"]) == 4
+    assert shown["nodes"][0] == {
+        "label": "0+1", "level": 0, "index": 0, "text": "Ana → north: Plan the launch for December",
+        "bytes": 43, "at": "2026-11-01T09:00:00+00:00", "outline": True,
+    }  # fmt: skip
+    assert sum(n["outline"] for n in shown["nodes"]) == 12
+    assert shown["outline"][0]["label"] == "0+1"
+    assert set(shown["tail"][0]) == {
+        "index", "seq", "id", "author", "to", "at", "step", "tokens", "text", "files",
+    }  # fmt: skip
+    assert run(capsys, "erase", "t", "--db", db)[0] == 0
+    assert as_json(capsys, "threads", "--db", db) == {"store": str(db), "threads": []}
+
+
+def test_prompt_zoom_and_search_as_json_hold_what_the_text_shows(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, text, sizes = run(capsys, "prompt", "t", "--db", db)
+    prompt = as_json(capsys, "prompt", "t", "--db", db)
+    tokens, _, size = sizes.removesuffix(" bytes\n").partition(" tokens, ")
+    assert isinstance(prompt, dict) and prompt.pop("text") in (text, text.removesuffix("\n"))
+    assert prompt == {"thread": "t", "agent": None, "tokens": int(tokens), "bytes": int(size)}
+    zoomed = as_json(capsys, "zoom", "t", "0+2", "--db", db)
+    assert zoomed == {
+        "thread": "t", "label": "0+2", "level": 1, "index": 0, "page": 1, "pages": 1,
+        "lines": [
+            {"label": "0+1", "text": "Ana → north: Plan the launch for December"},
+            {"label": "1+1", "text": "north → Ana: You said: Ana: Plan the launch for December"},
+        ],
+        "message": None, "text": run(capsys, "zoom", "t", "0+2", "--db", db)[1].removesuffix("\n"),
+    }  # fmt: skip
+    found = as_json(capsys, "search", "t", "49", "euros", "--limit", "2", "--db", db)
+    assert isinstance(found, dict) and found["query"] == "49 euros"
+    _, text, _ = run(capsys, "search", "t", "49", "euros", "--limit", "2", "--db", db)
+    assert [f"{h['label']}|{h['text']}" for h in found["hits"]] == text.splitlines()
+    assert set(found["hits"][0]) == {"label", "level", "index", "text", "at", "message"}
+    nothing = as_json(capsys, "search", "t", "zebra", "--db", db)
+    assert nothing == {"thread": "t", "query": "zebra", "hits": []}
+
+
+def test_stats_as_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    meter = as_json(capsys, "stats", "--db", db)
+    assert isinstance(meter, dict) and meter["calls"] == 0 and meter["threads"] == []
+
+
+def test_ingest_and_load_read_standard_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def stdin(data: bytes) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+    stdin(EXAMPLE.read_bytes())
+    code, out, _ = run(capsys, "ingest", "-", "--db", tmp_path / "a.sqlite")
+    assert code == 0 and out.startswith("<stdin> (jsonl): 16 messages, 16 new")
+    stdin(json.dumps(CHAT).encode())
+    code, _, err = run(capsys, "ingest", "-", "--db", tmp_path / "a.sqlite")
+    assert code == 2 and err == (
+        "chat-outline: standard input holds one 'chat' conversation and has no file name to "
+        "call its thread: name it with --thread\n"
+    )
+    stdin(json.dumps(CHAT).encode())
+    assert run(capsys, "ingest", "-", "--thread", "support", "--db", tmp_path / "a.sqlite")[0] == 0
+    stdin(b'{"thread": "t", "id": 1}\n')
+    code, _, err = run(capsys, "ingest", "-", "--db", tmp_path / "a.sqlite")
+    assert code == 1 and err.startswith("<stdin>:1: ")
+
+    assert (
+        run(capsys, "export", "--out", tmp_path / "all.jsonl", "--db", tmp_path / "a.sqlite")[0]
+        == 0
+    )
+    stdin((tmp_path / "all.jsonl").read_bytes())
+    code, out, _ = run(capsys, "load", "-", "--db", tmp_path / "b.sqlite")
+    assert code == 0 and out.startswith("loaded 2 thread(s)")
+    a = as_json(capsys, "threads", "--db", tmp_path / "a.sqlite")
+    b = as_json(capsys, "threads", "--db", tmp_path / "b.sqlite")
+    assert a["threads"] == b["threads"]  # type: ignore[index]
+
+
+def test_the_store_variable_names_the_store_of_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "named.sqlite"
+    monkeypatch.setenv("CHAT_OUTLINE_DB", str(store))
+    assert run(capsys, "ingest", EXAMPLE, "--tail", "40,80")[0] == 0
+    assert store.exists() and not (tmp_path / "chat-outline.sqlite").exists()
+    for argv in (
+        ["threads"], ["show", "t"], ["prompt", "t"], ["zoom", "t", "0+2"], ["search", "t", "49"],
+        ["stats"], ["export", "--out", "-"], ["rebuild", "t", "--tail", "40,80"],
+        ["load", tmp_path / "x.jsonl"],
+    ):  # fmt: skip
+        if argv[0] == "load":
+            (tmp_path / "x.jsonl").write_text(run(capsys, "export", "--out", "-")[1])
+        code, _, err = run(capsys, *argv)
+        assert code == 0, (argv, err)
+    code, _, err = run(capsys, "worker")
+    assert (code, err) == (
+        2, f"chat-outline: a worker shares threads through PostgreSQL, not '{store}'\n"
+    )  # fmt: skip
+    assert run(capsys, "threads", "--db", tmp_path / "other.sqlite")[0] == 2  # --db wins
+    assert run(capsys, "erase", "t")[0] == 0
+    assert as_json(capsys, "threads")["threads"] == []  # type: ignore[index]
+
+
+def test_a_store_under_the_former_default_name_is_still_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "ingest", EXAMPLE, "--db", "chat-history.sqlite")[0] == 0
+    assert [t["thread"] for t in as_json(capsys, "threads")["threads"]] == ["t"]  # type: ignore[index]
+    assert not (tmp_path / "chat-outline.sqlite").exists()
+    (tmp_path / "chat-history.sqlite").rename(tmp_path / "old.sqlite")
+    assert run(capsys, "threads")[0] == 2  # no store: nothing is created by a read
+
+
+def test_prompt_shows_the_view_of_the_threads_only_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat = tmp_path / "support.json"
+    chat.write_text(json.dumps(CHAT))
+    assert run(capsys, "ingest", chat, "--db", "h.sqlite")[0] == 0
+    mine = as_json(capsys, "prompt", "support", "--db", "h.sqlite")
+    assert isinstance(mine, dict) and mine["agent"] == "assistant"
+    named = as_json(capsys, "prompt", "support", "--agent", "assistant", "--db", "h.sqlite")
+    assert named == mine
+    nobody = as_json(capsys, "prompt", "support", "--agent", "", "--db", "h.sqlite")
+    assert isinstance(nobody, dict) and nobody["agent"] is None
+    assert nobody["text"] != mine["text"]
+    # Two agents: nobody's view, and the agents are named.
+    lines = [json.dumps({"id": f"m{n}", "thread": "duo", "author": author, "text": "hi",
+                         "at": f"2026-01-01T00:00:0{n}Z", "step": True})
+             for n, author in enumerate(["north", "south"])]  # fmt: skip
+    (tmp_path / "duo.jsonl").write_text("\n".join(lines) + "\n")
+    assert run(capsys, "ingest", tmp_path / "duo.jsonl", "--db", "h.sqlite")[0] == 0
+    code, _, err = run(capsys, "prompt", "duo", "--db", "h.sqlite")
+    assert code == 0 and err.startswith(
+        "chat-outline: thread 'duo' has agents north, south: showing nobody's view "
+        "(name one with --agent)\n"
+    )
+
+
+@pytest.mark.parametrize("where", ["/", "/no/such/folder/h.sqlite", "{tmp}"])
+@pytest.mark.parametrize("command", [["threads"], ["ingest", str(EXAMPLE)], ["prompt", "t"]])
+def test_an_unopenable_store_is_one_line_and_exit_2(
+    tmp_path: Path, where: str, command: list[str]
+) -> None:
+    where = where.format(tmp=tmp_path)  # a folder
+    result = subprocess.run(
+        [sys.executable, "-m", "history.cli", *command, "--db", where],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("chat-outline: ") and result.stderr.count("\n") == 1, (
+        result.stderr
+    )
+
+
+def loaded(*argv: str, cwd: Path) -> set[str]:
+    """The heavy packages a command imported, run in a fresh interpreter."""
+    script = (
+        "import sys\nfrom history.cli import main\ntry:\n    main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\nheavy = ('pydantic_ai', 'rich', 'aiosqlite', 'asyncpg')\n"
+        "print(' '.join(sorted(n for n in heavy if n in sys.modules)), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, *argv], cwd=cwd, capture_output=True, text=True,
+        timeout=60, check=False, env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )  # fmt: skip
+    return set(result.stderr.splitlines()[-1].split())
+
+
+def test_help_and_a_read_command_load_nothing_heavy(db: Path) -> None:
+    assert loaded("--help", cwd=db.parent) == set()
+    assert loaded("threads", "--help", cwd=db.parent) == set()
+    assert loaded("threads", "--json", "--db", str(db), cwd=db.parent) == {"aiosqlite"}
+    assert loaded("show", "t", "--db", str(db), cwd=db.parent) == {"aiosqlite", "rich"}
