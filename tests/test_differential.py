@@ -6,6 +6,7 @@ print the same simulate trace for the same input, byte for byte once parsed.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections import Counter
@@ -67,7 +68,7 @@ FILES = [
     {"name": "no size", "mime": "application/pdf"},
 ]
 ODD_AT = ["0001-01-01T00:30:00+01:00", "9999-12-31T23:59:59-01:00", "2026-11-01T10:00:00.5+05:30"]
-AGENTS = ["north", "south", "Ana"]
+AGENTS = ["north", "south", "Ana", "Émile"]  # "Émile" sorts after every ASCII name
 
 
 @st.composite
@@ -75,14 +76,16 @@ def jsonl(draw: st.DrawFn, *, empty_step_author: bool = True) -> list[bytes]:
     """Random input lines: messages and steps of several agents in a few threads, deletes,
     redeliveries, conflicts and malformed lines."""
     lines: list[bytes] = []
-    step_share = draw(st.sampled_from([0, 2, 6, 12]))  # steps in 12 + step_share messages
-    for n in range(draw(st.integers(5, 50))):
+    step_share = draw(st.sampled_from([0, 4, 12, 24]))  # steps in 12 + step_share messages
+    agents = draw(st.lists(st.sampled_from(AGENTS), min_size=1, max_size=4, unique=True))
+    threads = draw(st.sampled_from([["a"], ["a", "b", "ç"]]))
+    for n in range(draw(st.integers(5, 80 if len(threads) == 1 else 50))):
         kind = draw(
             st.sampled_from(
                 ["msg"] * 12 + ["step"] * step_share + ["delete", "redeliver", "conflict", "bad"]
             )
         )
-        thread = draw(st.sampled_from(["a", "b", "ç"]))
+        thread = draw(st.sampled_from(threads))
         if kind == "delete":
             lines.append(json.dumps({"event": "thread.deleted", "thread": thread}).encode())
             continue
@@ -96,7 +99,7 @@ def jsonl(draw: st.DrawFn, *, empty_step_author: bool = True) -> list[bytes]:
             )
             continue
         if kind == "step":
-            author = draw(st.sampled_from(AGENTS + ([""] if empty_step_author else [])))
+            author = draw(st.sampled_from(agents + ([""] if empty_step_author else [])))
             text = draw(st.sampled_from(CALLS + RESULTS + ["", "ok"]))
         else:
             author = draw(st.sampled_from(["Ana", "north", ""]))
@@ -135,6 +138,20 @@ V1_BUDGETS = {
     "kept": st.integers(1, 4),
     "tries": st.integers(1, 3),
 }
+V2_BUDGETS = {
+    **V1_BUDGETS,
+    "cut_gap": st.booleans(),
+    "steps": st.sampled_from([None, (10, 30), (60, 120), (200, 400), (16_000, 32_000)]),
+}
+
+
+# Version 1's behaviour as the package's settings spell it: before the package knew version 2,
+# its defaults; since, `cut_gap=False, steps=None`.
+V1_SETTINGS = (
+    {"cut_gap": False, "steps": None}
+    if {"cut_gap", "steps"} <= set(inspect.signature(HistorySettings).parameters)
+    else {}
+)
 
 
 def ours(lines: list[bytes], budget: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
@@ -160,8 +177,8 @@ def events(trace: dict[str, Any], reported: list[int]) -> None:
 
 def without_steps(trace: dict[str, Any]) -> dict[str, Any]:
     """A version 2 trace as version 1 prints it (only valid with `steps` None)."""
-    assert trace["steps"] == []
-    assert all(o["steps"] == {} for o in trace["outlines"])
+    assert trace.get("steps", []) == []
+    assert all(o.get("steps", {}) == {} for o in trace["outlines"])
     return {
         "asks": trace["asks"],
         "summaries": trace["summaries"],
@@ -175,10 +192,10 @@ def test_the_plugin_prints_the_same_trace_as_the_reference(
     lines: list[bytes], budget: dict[str, Any]
 ) -> None:
     """Version 1's behaviour (no cut gap, no step trees), steps of named agents only."""
-    trace, reported = ours(lines, budget)
+    trace, reported = ours(lines, {**budget, **V1_SETTINGS})
     expected, errors = reference.simulate(lines, **budget, cut_gap=False, steps=None)
     events(expected, reported)
-    assert trace == without_steps(expected)
+    assert without_steps(trace) == without_steps(expected)
     assert reported == [int(e.split(":")[0].split()[-1]) for e in errors]
 
 
@@ -281,3 +298,30 @@ def test_the_reference_refuses_a_step_without_an_author() -> None:
             [json.dumps(line).encode(), json.dumps({**line, "step": True}).encode()], steps=steps
         )
         assert [e.split(":")[:2] for e in errors] == [["2", " author"]]
+
+
+@settings(max_examples=EXAMPLES // 3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jsonl(), st.fixed_dictionaries(V2_BUDGETS))
+def test_the_reference_keeps_every_step_outline_consistent(
+    lines: list[bytes], budget: dict[str, Any]
+) -> None:
+    """Each outline, shared or an agent's steps, covers the lines that left without a gap."""
+    trace, _ = reference.simulate(lines, **budget)
+    nodes = {
+        (s["thread"], s.get("agent"), s["level"], s["index"]): s
+        for s in trace["summaries"] + trace["steps"]
+    }
+    for o in trace["outlines"]:
+        outlines = [(None, o), *o["steps"].items()]
+        assert budget["steps"] is not None or o["steps"] == {}
+        for agent, outline in outlines:
+            covered = 0
+            for level, index, size, at in outline["lines"]:
+                assert index * 2**level == covered
+                covered += 2**level
+                node = nodes[(o["thread"], agent, level, index)]
+                assert (node["bytes"], node["at"]) == (size, at)
+            assert covered == outline["boundary"]
+            assert outline["bytes"] == sum(size + 1 for _, _, size, _ in outline["lines"])
+            bounds = budget["outline"] if agent is None else budget["steps"]
+            assert outline["bytes"] <= bounds[1] or outline["draining"]
