@@ -27,8 +27,10 @@ from pydantic_ai.messages import (
     CachePoint,
     ModelMessage,
     ModelRequest,
+    ModelMessagesTypeAdapter,
     ModelResponse,
     SystemPromptPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestContext
@@ -39,8 +41,8 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from .contract import File, Message
 from .errors import NotFoundError
 from .plugin import History
-from .steps import encode, request_steps, response_step, response_text
-from .view import BLOCK_LINES, PAGE, build
+from .steps import Returns, encode, request_steps, response_step, response_text
+from .view import BLOCK_LINES, PAGE, Run, build
 from .zoom import search, zoom
 
 log = logging.getLogger(__name__)
@@ -93,8 +95,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         )  # fmt: skip
         self._sent: list[ModelMessage] | None = None
         self._system: list[SystemPromptPart] = []
-        self._originals: dict[str, ModelResponse] = {}
-        self._recorded = 0
+        self._recorded: list[str] = []
 
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> ThreadHistory[AgentDepsT]:
         """A fresh copy per run: what a run has sent and recorded is its own."""
@@ -172,7 +173,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         since = None if self.max_age is None else datetime.now(UTC) - self.max_age
         sent = await build(
             self.history, self.thread, agent=self.agent, block_lines=self.block_lines,
-            since=since, cache_point=True, page=self.page, originals=self._originals,
+            since=since, cache_point=True, page=self.page,
+            run=Run(id=ctx.run_id, recorded=frozenset(self._recorded)) if ctx.run_id else None,
         )  # fmt: skip
         if not sent:
             sent = list(messages)  # nothing recorded yet: the run's own messages
@@ -188,23 +190,28 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
     async def _record(self, ctx: RunContext[AgentDepsT], messages: Sequence[ModelMessage]) -> None:
         for message in messages:
             if isinstance(message, ModelResponse):
+                native = _native(message)
                 calls = response_step(message)
                 if calls is not None:
-                    id = await self._add(ctx, encode(calls), message.timestamp, step=True)
-                    self._originals[id] = message
+                    await self._add(ctx, encode(calls), message.timestamp, step=True, native=native)
                 elif text := response_text(message):
-                    id = await self._add(ctx, text, message.timestamp, step=False)
-                    self._originals[id] = message
+                    await self._add(ctx, text, message.timestamp, native=native)
                 continue
             for step in request_steps(message.parts):
-                await self._add(ctx, encode(step), message.timestamp, step=True)
+                results = [p for p in message.parts if isinstance(p, ToolReturnPart)]
+                native = _native(ModelRequest(parts=results, run_id=message.run_id))
+                if not isinstance(step, Returns):
+                    native = None
+                await self._add(ctx, encode(step), message.timestamp, step=True, native=native)
             if not self.record_prompt:
                 continue
             for part in message.parts:
                 if isinstance(part, UserPromptPart):
                     text, files = _prompt(part)
                     if text or files:
-                        await self._add(ctx, text, part.timestamp, author=self.user, files=files)
+                        await self._add(
+                            ctx, text, part.timestamp, author=self.user, to=self.agent, files=files
+                        )
 
     async def _add(
         self,
@@ -214,17 +221,23 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         *,
         step: bool = False,
         author: str | None = None,
+        to: str = "",
         files: tuple[File, ...] = (),
-    ) -> str:
+        native: str | None = None,
+    ) -> None:
         run = ctx.run_id or uuid.uuid4().hex
-        id = f"{run}:{self._recorded}"
-        self._recorded += 1
+        id = f"{run}:{len(self._recorded)}"
+        self._recorded.append(id)
         message = Message(
-            id=id, thread=self.thread, author=self.agent if author is None else author, text=text,
-            at=at or datetime.now(UTC), step=step, files=files,
+            id=id, thread=self.thread, author=self.agent if author is None else author, to=to,
+            text=text, at=at or datetime.now(UTC), step=step, files=files,
         )  # fmt: skip
-        await self.history.message_created(message)
-        return id
+        await self.history.message_created(message, native=native)
+
+
+def _native(message: ModelMessage) -> str:
+    """A message as pydantic-ai serializes it: what its provider needs to continue from it."""
+    return ModelMessagesTypeAdapter.dump_json([message]).decode()
 
 
 def _prompt(part: UserPromptPart) -> tuple[str, tuple[File, ...]]:

@@ -167,8 +167,15 @@ class History:
 
     # The app's events.
 
-    async def message_created(self, message: Message) -> Stored | None:
+    async def message_created(
+        self, message: Message, *, native: str | None = None
+    ) -> Stored | None:
         """Store a message, then process its thread in the background.
+
+        `native` is what the agent that wrote the message needs to continue from it, as its
+        provider sent it (pydantic-ai's serialized message, with reasoning, signatures and
+        ids): its view sends that in place of the text while the message is in the tail. The
+        text alone is what the thread weighs, summarizes and shows everyone else.
 
         Returns once the message is committed: the stored row, or None for a redelivery of a
         message already stored as is. Raises InputError (before writing anything) for a bad
@@ -177,11 +184,13 @@ class History:
         group = self._open()
         if not isinstance(message, Message):
             raise InputError(f"message_created takes a Message, got {message!r}")
+        if native is not None and not isinstance(native, str):
+            raise InputError(f"native must be a string or None, got {native!r}", field="native")
         if len(message.text) > LARGE_TEXT:
             cost = await anyio.to_thread.run_sync(weight, message, self.settings.encoding)
         else:
             cost = weight(message, self.settings.encoding)
-        stored = await self.store.add(message, cost)
+        stored = await self.store.add(message, cost, native=native)
         if stored is not None and self._processing:
             self._schedule(message.thread, group)
         return stored

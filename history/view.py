@@ -27,6 +27,7 @@ from pydantic_ai.messages import (
     CompactionPart,
     ModelMessage,
     ModelRequest,
+    ModelMessagesTypeAdapter,
     ModelRequestPart,
     ModelResponse,
     ModelResponsePart,
@@ -43,7 +44,7 @@ from .errors import ConfigurationError
 from .lines import label, one_line, prefix, render, size
 from .plugin import History
 from .processors.weight import tokens
-from .steps import Calls, Step, cut_text, decode, paired_calls, step_messages
+from .steps import Calls, Returns, Step, cut_text, decode, paired_calls, step_messages
 from .zoom import PAGE, Zoom, search, zoom
 
 __all__ = (
@@ -127,9 +128,9 @@ async def build(
     since: datetime | None,
     cache_point: bool,
     page: int,
-    originals: Mapping[str, ModelResponse] | None = None,
+    run: Run | None = None,
 ) -> list[ModelMessage]:
-    """`view`, where a response recorded from `originals` (by message id) is sent as it was."""
+    """`view`, where the requests of the messages `run` recorded carry its id (see `Run`)."""
     if block_lines < 1:
         raise ConfigurationError(f"block_lines must be at least 1, got {block_lines!r}")
     outline = await history.store.outline(thread)
@@ -139,7 +140,9 @@ async def build(
     outline_parts = await _outline_parts(history, outline, block_lines, since, cache_point)
     if outline_parts:
         head.append(ModelRequest(parts=outline_parts))
+    after = _tail_after(outline)
     tail = [s for s in await _tail(history, outline) if since is None or s.message.at >= since]
+    natives = {} if agent is None else await _natives(history, thread, after, agent, tail)
     steps = {
         s.message.id: step
         for s in tail
@@ -150,13 +153,43 @@ async def build(
     # Nobody's view (agent None) pairs nothing: every step is text.
     paired = paired_calls(steps.values()) if agent is not None else set()
     while True:
-        sent = _merged([*head, *_tail_messages(tail, steps, paired, agent, page, originals or {})])
+        messages = _tail_messages(tail, steps, paired, agent, page, natives, run)
+        sent = _merged([*head, *messages])
         # A result is sent as a tool part only in the request right after its call's response:
         # one that came later (after the agent spoke again) goes as text, with its call.
         apart = _apart(sent) & paired
         if not apart:
             return sent
         paired -= apart
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """An agent's run, for the view it is sent: the requests of the messages it recorded (its
+    prompt) carry its id, so pydantic-ai counts them among the run's new messages."""
+
+    id: str
+    recorded: frozenset[str]
+    """Ids of the messages the run recorded."""
+
+
+async def _natives(
+    history: History, thread: str, after: int, agent: str, tail: list[Stored]
+) -> dict[str, ModelMessage]:
+    """The agent's own messages in the tail as their provider sent them, by id."""
+    own = {s.message.id for s in tail if s.message.author == agent}
+    found: dict[str, ModelMessage] = {}
+    for id, text in (await history.store.natives(thread, after)).items():
+        if id not in own:
+            continue
+        try:
+            found[id] = ModelMessagesTypeAdapter.validate_json(text)[0]
+        except (ValueError, IndexError) as exc:  # a form this pydantic-ai cannot read: the text
+            log.warning(
+                "thread %r: message %r has a native form that cannot be read: %s", thread, id,
+                exc, extra={"thread": thread},
+            )  # fmt: skip
+    return found
 
 
 async def _outline_parts(
@@ -190,9 +223,14 @@ async def _outline_parts(
     return parts
 
 
+def _tail_after(outline: Outline) -> int:
+    """The seq right before the tail's first message."""
+    return (outline.tail[0].seq if outline.tail else outline.position + 1) - 1
+
+
 async def _tail(history: History, outline: Outline) -> list[Stored]:
     """The tail from the log: every message from the tail's first on, processed or not."""
-    after = (outline.tail[0].seq if outline.tail else outline.position + 1) - 1
+    after = _tail_after(outline)
     found: list[Stored] = []
     while batch := await history.store.pending(outline.thread, after, BATCH):
         found.extend(batch)
@@ -206,17 +244,17 @@ def _tail_messages(
     paired: set[str],
     agent: str | None,
     page: int,
-    originals: Mapping[str, ModelResponse],
+    natives: Mapping[str, ModelMessage],
+    run: Run | None,
 ) -> Iterable[ModelMessage]:
     for s in tail:
         m = s.message
         if m.step and agent is not None and m.author != agent:
             continue  # another agent's private step
         step = steps.get(m.id)
-        if m.id in originals and (
-            not isinstance(step, Calls) or all(c.id in paired for c in step.calls)
-        ):
-            yield originals[m.id]
+        native = natives.get(m.id)
+        if native is not None and _whole(native, step, paired, size(m.text) <= page):
+            yield native
         elif step is not None:
             yield from step_messages(m.author, step, paired, page, m.at, own=agent is not None)
         elif m.author == agent and not m.step:
@@ -224,7 +262,19 @@ def _tail_messages(
         else:
             text = render(replace(m, text=_head(m.text, page, s)))
             text += "".join(f" [{f.name}]" for f in m.files)
-            yield ModelRequest(parts=[UserPromptPart(content=text, timestamp=m.at)])
+            ours = run is not None and m.id in run.recorded
+            yield ModelRequest(
+                parts=[UserPromptPart(content=text, timestamp=m.at)],
+                run_id=run.id if run is not None and ours else None,
+            )
+
+
+def _whole(native: ModelMessage, step: Step | None, paired: set[str], fits: bool) -> bool:
+    """Whether a message goes as its provider sent it: a response with its calls all paired, a
+    request of results all paired and within a page."""
+    if isinstance(native, ModelResponse):
+        return not isinstance(step, Calls) or all(c.id in paired for c in step.calls)
+    return isinstance(step, Returns) and fits and all(r.id in paired for r in step.returns)
 
 
 def _head(text: str, page: int, stored: Stored) -> str:
@@ -263,7 +313,7 @@ def _merged(pieces: Iterable[ModelMessage]) -> list[ModelMessage]:
         last = out[-1] if out else None
         if isinstance(piece, ModelRequest) and isinstance(last, ModelRequest):
             parts = sorted([*last.parts, *piece.parts], key=_results_first)
-            out[-1] = ModelRequest(parts=parts)
+            out[-1] = ModelRequest(parts=parts, run_id=last.run_id or piece.run_id)
         elif (
             isinstance(piece, ModelResponse)
             and isinstance(last, ModelResponse)

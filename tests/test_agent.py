@@ -78,7 +78,7 @@ async def test_the_model_sees_exactly_the_view_and_the_run_is_recorded(
     assert result.output == "We planned the launch."
     assert len(seen) == 2
     assert [sent_form(s) for s in seen] == [sent_form(e) for e in expected]
-    assert prompt_text(seen[0]).endswith("[user]\nAna: What did we plan?\n")
+    assert prompt_text(seen[0]).endswith("[user]\nAna → north: What did we plan?\n")
     zoomed = "0+1|Ana → north: Plan the launch\n1+1|north → Ana: ok"
     zoom_call = Call(id="z1", name="zoom", args={"label": "0+2"})
     assert [(s.message.author, s.message.step, s.message.text) for s in recorded] == [
@@ -136,7 +136,7 @@ async def test_the_system_prompt_stays_first(open_history: Opener) -> None:
     assert isinstance(seen[0][0].parts[0], SystemPromptPart)
     assert prompt_text(seen[0]) == (
         "[system]\nYou are north.\n[user]\nAna → north: Plan the launch\n[assistant]\nok\n"
-        "[user]\nAna: Hello?\n"
+        "[user]\nAna → north: Hello?\n"
     )
 
 

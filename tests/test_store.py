@@ -122,6 +122,16 @@ async def test_a_redelivery_is_ignored_and_a_changed_message_is_refused(store: S
     assert [p.seq for p in await store.pending("t", -1, 10)] == [0]
 
 
+async def test_an_agents_native_form_is_stored_beside_its_message(store: Store) -> None:
+    await store.add(message(0, "hello"), 5)
+    await store.add(message(1, "hi", author="north"), 5, native='[{"kind": "response"}]')
+    await store.add(message(2, "again"), 5)
+    assert await store.natives("t", -1) == {"t-1": '[{"kind": "response"}]'}
+    assert await store.natives("t", 1) == {}
+    stored = await store.message("t-1")
+    assert stored is not None and stored.message.text == "hi" and stored.weight == 5
+
+
 async def test_a_thread_starts_with_an_empty_outline(store: Store) -> None:
     assert await store.outline("t") is None
     await store.add(message(0, "hello"), 5)

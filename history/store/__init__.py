@@ -31,9 +31,12 @@ class Store(Protocol):
 
     async def close(self) -> None: ...
 
-    async def add(self, message: Message, weight: int) -> Stored | None:
+    async def add(
+        self, message: Message, weight: int, *, native: str | None = None
+    ) -> Stored | None:
         """Store a message with the thread's next seq; None when it was already stored as is.
 
+        `native` is the provider's form of an agent's own message (see `History.message_created`).
         Raises ConflictError when the id is stored with other content.
         """
         ...
@@ -44,6 +47,10 @@ class Store(Protocol):
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
         """Stored messages of the thread with seq > `after`, in seq order."""
+        ...
+
+    async def natives(self, thread: str, after: int) -> dict[str, str]:
+        """The native forms of the thread's messages with seq > `after` that have one, by id."""
         ...
 
     async def message(self, id: str) -> Stored | None: ...

@@ -179,13 +179,15 @@ class PostgresStore:
                 )
         return int(claim_space)
 
-    async def add(self, message: Message, weight: int) -> Stored | None:
+    async def add(
+        self, message: Message, weight: int, *, native: str | None = None
+    ) -> Stored | None:
         async with self._write() as db:
             # Under the thread's lock, two processes storing its messages at once take its next
             # seq in turn.
             await self._lock_thread(db, message.thread)
             placed = await db.fetchrow(
-                rows.numbered(rows.INSERT_MESSAGE), *rows.insert_message_args(message, weight)
+                rows.numbered(rows.INSERT_MESSAGE), *rows.insert_message_args(message, weight, native)
             )
             if placed is None:
                 # ON CONFLICT waited for any other writer of the id: its row is committed now.
@@ -229,6 +231,15 @@ class PostgresStore:
                 thread, after, limit,
             )  # fmt: skip
         return [rows.stored_from_row(_values(r)) for r in found]
+
+    async def natives(self, thread: str, after: int) -> dict[str, str]:
+        async with self._read() as db:
+            found = await db.fetch(
+                "SELECT id, native FROM message "
+                "WHERE thread = $1 AND seq > $2 AND native IS NOT NULL",
+                thread, after,
+            )  # fmt: skip
+        return {str(r["id"]): str(r["native"]) for r in found}
 
     async def message(self, id: str) -> Stored | None:
         async with self._read() as db:

@@ -24,6 +24,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0003_outline", "outline.sql"),
     ("0004_call", "call.sql"),
     ("0005_search", "search.sql"),
+    ("0010_native", "native.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 
@@ -95,9 +96,9 @@ def when(at: datetime | None) -> str | None:
 
 
 INSERT_MESSAGE = f"""
-INSERT INTO message ({MESSAGE_COLUMNS})
+INSERT INTO message ({MESSAGE_COLUMNS}, native)
 SELECT ?, ?, coalesce(max(seq), -1) + 1, CASE WHEN ? THEN NULL ELSE coalesce(max(idx), -1) + 1 END,
-       ?, ?, ?, ?, ?, ?, ?
+       ?, ?, ?, ?, ?, ?, ?, ?
 FROM message WHERE thread = ?
 ON CONFLICT (id) DO NOTHING
 RETURNING seq, idx
@@ -105,11 +106,11 @@ RETURNING seq, idx
 """Store a message with its thread's next seq (and idx, when shared): None back for a known id."""
 
 
-def insert_message_args(message: Message, weight: int) -> tuple[Any, ...]:
+def insert_message_args(message: Message, weight: int, native: str | None) -> tuple[Any, ...]:
     m = message
     return (
         m.id, m.thread, m.step, m.author, m.to, m.text, format_at(m.at), m.step, m.files_json(),
-        weight, m.thread,
+        weight, native, m.thread,
     )  # fmt: skip
 
 

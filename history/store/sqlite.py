@@ -113,11 +113,13 @@ class SQLiteStore:
                     (name, datetime.now(UTC).isoformat()),
                 )
 
-    async def add(self, message: Message, weight: int) -> Stored | None:
+    async def add(
+        self, message: Message, weight: int, *, native: str | None = None
+    ) -> Stored | None:
         # One statement, so its own transaction: the thread's next seq and idx, or nothing for
         # an id already stored (a trigger indexes a shared message for search in it too).
         async with self._read() as db:
-            placed = await _one(db, rows.INSERT_MESSAGE, *rows.insert_message_args(message, weight))
+            placed = await _one(db, rows.INSERT_MESSAGE, *rows.insert_message_args(message, weight, native))
             if placed is None:
                 found = await _one(
                     db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", message.id
@@ -164,6 +166,14 @@ class SQLiteStore:
                 (thread, after, limit),
             )
         return [rows.stored_from_row(r) for r in found]
+
+    async def natives(self, thread: str, after: int) -> dict[str, str]:
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                "SELECT id, native FROM message WHERE thread = ? AND seq > ? AND native IS NOT NULL",
+                (thread, after),
+            )
+        return {id: native for id, native in found}
 
     async def message(self, id: str) -> Stored | None:
         async with self._read() as db:

@@ -1,0 +1,339 @@
+"""What a named provider receives: pydantic-ai's own model classes, offline.
+
+    model, wire = recording_model("anthropic:claude-sonnet-4-5")
+    ...  # run an agent on `model`
+    wire.bodies[-1]  # the JSON body of the last request, as Anthropic would have received it
+
+A `Wire` is an HTTP transport that records every request body and answers with canned replies
+in the provider's own format (text, a tool call, reasoning or thinking), so nothing leaves the
+machine and the API keys are fakes. `measure` sizes a recorded request: its tokens, its cache
+marks, and whether the prefix it marks for caching reaches the provider's minimum.
+
+Where the numbers come from: Anthropic caches a prefix of at least 1,024 tokens on most Claude
+models and 4,096 on Claude Opus 4.5 and later and Haiku 4.5 (2,048 on Haiku 3 and 3.5); it takes
+at most 4 `cache_control` marks a request (Anthropic's prompt caching guide; pydantic-ai's
+`_cache_health.py` and `AnthropicModel._limit_cache_points` use the same figures). OpenAI caches
+prefixes of 1,024 tokens and more on its own, with no marks (OpenAI's prompt caching guide).
+Tokens are counted with the thread's tokenizer (tiktoken's `cl100k_base` by default, the one
+shipped offline): OpenAI's current models use `o200k_base` and Claude its own, so a provider's
+own count differs by a few percent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx2
+from pydantic_ai.models import Model
+
+from .errors import ConfigurationError
+from .processors.weight import tokens
+
+Kind = Literal["openai-chat", "openai-responses", "anthropic"]
+KINDS: dict[str, Kind] = {
+    "openai": "openai-responses",
+    "openai-responses": "openai-responses",
+    "openai-chat": "openai-chat",
+    "anthropic": "anthropic",
+}
+"""pydantic-ai's model name prefixes, as `infer_model` reads them (`openai:` is Responses)."""
+MAX_MARKS = {"openai-chat": 0, "openai-responses": 0, "anthropic": 4}
+"""Cache marks a request may carry (OpenAI caches without marks)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """A canned answer: what the model says, calls and thinks, in any provider's format."""
+
+    text: str = ""
+    call: tuple[str, dict[str, Any]] | None = None
+    """A tool call: its tool's name and arguments."""
+    thinking: str = ""
+    """Reasoning (Responses, with encrypted content) or thinking (Anthropic, with a signature)."""
+
+
+def minimum_cacheable(model: str) -> int:
+    """The fewest tokens `model`'s provider caches (see the module docstring for the source)."""
+    kind, name = split(model)
+    if kind != "anthropic":
+        return 1_024
+    if "haiku-4" in name or any(f"opus-{v}" in name for v in ("4-5", "4.5", "5", "6")):
+        return 4_096
+    if "haiku-3" in name:
+        return 2_048
+    return 1_024
+
+
+def split(model: str) -> tuple[Kind, str]:
+    """A `provider:name` model string as the kind of request it makes and the model's name."""
+    prefix, sep, name = model.partition(":")
+    if not sep or not name or prefix not in KINDS:
+        raise ConfigurationError(
+            f"unknown model {model!r}: name one as provider:model, the provider one of "
+            f"{', '.join(sorted(KINDS))} (like 'openai:gpt-5.6' or 'anthropic:claude-sonnet-4-5')"
+        )
+    return KINDS[prefix], name
+
+
+@dataclass(kw_only=True)
+class Wire:
+    """An offline HTTP endpoint: records request bodies, answers with the next canned reply.
+
+    When the replies run out, it answers with the last again (a plain "ok" when there are none).
+    """
+
+    kind: Kind
+    model: str
+    replies: list[Reply] = field(default_factory=list[Reply])
+    bodies: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+
+    def answer(self, body: bytes) -> httpx2.Response:
+        request = json.loads(body)
+        self.bodies.append(request)
+        n = len(self.bodies)
+        reply = self.replies[min(n, len(self.replies)) - 1] if self.replies else Reply(text="ok")
+        answer = _REPLIES[self.kind](reply, n, self.model)
+        if not request.get("stream"):
+            return httpx2.Response(200, json=answer)
+        events = "".join(
+            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in _anthropic_events(answer)
+        )
+        return httpx2.Response(
+            200, content=events.encode(), headers={"content-type": "text/event-stream"}
+        )
+
+    def client(self) -> httpx2.AsyncClient:
+        """An HTTP client whose every request this wire answers."""
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(lambda r: self.answer(r.content)))
+
+
+def recording_model(model: str, replies: list[Reply] | None = None) -> tuple[Model, Wire]:
+    """pydantic-ai's model class for `model`, wired to an offline `Wire` with fake keys."""
+    kind, name = split(model)
+    wire = Wire(kind=kind, model=name, replies=list(replies or ()))
+    if kind == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(api_key="offline", http_client=wire.client())
+        return AnthropicModel(name, provider=provider), wire
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    openai = OpenAIProvider(api_key="offline", http_client=wire.client())
+    if kind == "openai-chat":
+        return OpenAIChatModel(name, provider=openai), wire
+    return OpenAIResponsesModel(name, provider=openai), wire
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """A recorded request, sized."""
+
+    model: str
+    tokens: int
+    """Tokens of what the model reads: instructions, messages and tool definitions."""
+    bytes: int
+    """Size of the request body, as sent."""
+    marks: int
+    """`cache_control` marks (Anthropic); OpenAI takes none."""
+    max_marks: int
+    cached: int
+    """Tokens of the prefix up to the last mark (Anthropic), or the prefix the outline ends
+    (OpenAI caches what repeats): what a provider can serve from its cache."""
+    minimum: int
+    """The fewest tokens the provider caches."""
+
+    @property
+    def reaches(self) -> bool:
+        """Whether the cached prefix is long enough for the provider to cache it."""
+        return self.cached >= self.minimum
+
+    def summary(self) -> str:
+        """One line for the command line and the README."""
+        verdict = "cached" if self.reaches else f"too short to cache (minimum {self.minimum:,})"
+        marks = f"{self.marks} of {self.max_marks} cache marks" if self.max_marks else "no marks"
+        return (
+            f"{self.model}: {self.tokens:,} tokens ({self.bytes:,} bytes); {marks}; "
+            f"prefix to cache {self.cached:,} tokens: {verdict}"
+        )
+
+
+def measure(
+    model: str, body: dict[str, Any], *, stable: int | None = None, encoding: str = "cl100k_base"
+) -> Measured:
+    """Size a recorded request body of `model`'s provider.
+
+    Args:
+        model: the `provider:name` the body was recorded for.
+        body: the JSON body.
+        stable: for OpenAI, which caches without marks: how many of the body's messages (or
+            input items) form the prefix that repeats (the outline); None for all.
+        encoding: the tiktoken encoding to count with.
+    """
+    kind, _ = split(model)
+    content = list(_content(kind, body))
+    if kind == "anthropic":
+        upto = max((k + 1 for k, (_, marked) in enumerate(content) if marked), default=0)
+    else:
+        upto = len(content) if stable is None else _items_before(kind, body, stable)
+    counts = [tokens(text, encoding) for text, _ in content]  # by piece: prefixes add up
+    return Measured(
+        model=model,
+        tokens=sum(counts),
+        bytes=len(json.dumps(body, ensure_ascii=False).encode()),
+        marks=sum(marked for _, marked in content),
+        max_marks=MAX_MARKS[kind],
+        cached=sum(counts[:upto]),
+        minimum=minimum_cacheable(model),
+    )
+
+
+def _content(kind: Kind, body: dict[str, Any]) -> Iterator[tuple[str, bool]]:
+    """The body's pieces in the provider's cache order (tools, system, messages), as text the
+    model reads and whether each carries a cache mark."""
+    for tool in body.get("tools", []):
+        marked = isinstance(tool, dict) and "cache_control" in tool
+        yield json.dumps(_unmarked(tool), ensure_ascii=False), marked
+    system = body.get("system", body.get("instructions"))
+    if isinstance(system, str):
+        yield system, False
+    elif isinstance(system, list):
+        for block in system:
+            yield _text(block), "cache_control" in block
+    for item in body.get("messages", body.get("input", [])):
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, list):
+            for block in content:
+                marked = isinstance(block, dict) and "cache_control" in block
+                yield _text(block), marked
+        else:
+            yield _text(item), False
+
+
+def _items_before(kind: Kind, body: dict[str, Any], stable: int) -> int:
+    """How many pieces of `_content` come before the `stable`-th message or input item."""
+    head = {k: v for k, v in body.items() if k not in ("messages", "input")}
+    key = "messages" if kind == "openai-chat" else "input"
+    head[key] = body.get(key, [])[:stable]
+    return len(list(_content(kind, head)))
+
+
+def _text(value: object) -> str:
+    """What the model reads of a piece: its text fields, or its JSON without ids or signatures."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("text", "content", "thinking", "arguments", "output"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return json.dumps(_unmarked(value), ensure_ascii=False)
+
+
+def _unmarked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    return value
+
+
+def _chat(reply: Reply, n: int, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.call is not None:
+        name, args = reply.call
+        message["tool_calls"] = [
+            {"id": f"call_{n}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}
+        ]  # fmt: skip
+    return {
+        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if reply.call else "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }  # fmt: skip
+
+
+def _responses(reply: Reply, n: int, model: str) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if reply.thinking:
+        output.append({
+            "type": "reasoning", "id": f"rs_{n}", "encrypted_content": f"enc-{n}-{reply.thinking}",
+            "summary": [{"type": "summary_text", "text": reply.thinking}],
+        })  # fmt: skip
+    if reply.text:
+        output.append({
+            "type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+        })  # fmt: skip
+    if reply.call is not None:
+        name, args = reply.call
+        output.append({
+            "type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": name,
+            "arguments": json.dumps(args), "status": "completed",
+        })  # fmt: skip
+    return {
+        "id": f"resp_{n}", "object": "response", "created_at": 0, "model": model,
+        "status": "completed", "output": output, "parallel_tool_calls": True,
+        "tool_choice": "auto", "tools": [],
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }  # fmt: skip
+
+
+def _anthropic(reply: Reply, n: int, model: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.thinking:
+        content.append({"type": "thinking", "thinking": reply.thinking, "signature": f"sig-{n}"})
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    if reply.call is not None:
+        name, args = reply.call
+        content.append({"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": args})
+    return {
+        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
+        "content": content, "stop_reason": "tool_use" if reply.call else "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5},
+    }  # fmt: skip
+
+
+def _anthropic_events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """An Anthropic message as the events of its stream (for a request that streams)."""
+    content = message["content"]
+    start = {**message, "content": [], "stop_reason": None}
+    yield {"type": "message_start", "message": start}
+    for k, block in enumerate(content):
+        kind = block["type"]
+        empty = {"text": "", "thinking": "", "signature": ""} if kind == "thinking" else {}
+        if kind == "text":
+            empty = {"text": ""}
+        if kind == "tool_use":
+            empty = {"input": {}}
+        yield {"type": "content_block_start", "index": k, "content_block": {**block, **empty}}
+        if kind == "text":
+            yield _delta(k, {"type": "text_delta", "text": block["text"]})
+        elif kind == "thinking":
+            yield _delta(k, {"type": "thinking_delta", "thinking": block["thinking"]})
+            yield _delta(k, {"type": "signature_delta", "signature": block["signature"]})
+        elif kind == "tool_use":
+            yield _delta(k, {"type": "input_json_delta", "partial_json": json.dumps(block["input"])})
+        yield {"type": "content_block_stop", "index": k}
+    yield {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": {"output_tokens": message["usage"]["output_tokens"]},
+    }
+    yield {"type": "message_stop"}
+
+
+def _delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+_REPLIES: dict[Kind, Callable[[Reply, int, str], dict[str, Any]]] = {
+    "openai-chat": _chat,
+    "openai-responses": _responses,
+    "anthropic": _anthropic,
+}

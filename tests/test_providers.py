@@ -1,0 +1,136 @@
+"""What OpenAI and Anthropic receive: pydantic-ai's own model classes, offline, two turns each.
+
+Turn 2's request starts with turn 1's last request byte for byte (reasoning items, thinking
+signatures and call ids included), the tool loop is well formed, and the run's new messages
+hold the user's prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+from history import ThreadHistory
+from history.providers import Reply, Wire, measure, minimum_cacheable, recording_model, split
+
+from .conftest import exchange
+
+pytestmark = pytest.mark.anyio
+
+Opener = Callable[..., Any]
+MODELS = ("openai-chat:gpt-4.1-mini", "openai:gpt-5.6", "anthropic:claude-sonnet-4-5")
+TOOL_TURN = [
+    Reply(thinking="Look at the start.", call=("zoom", {"label": "0+2"})),
+    Reply(thinking="Found it.", text="We planned the launch."),
+    Reply(text="Then the trailer."),
+]
+TEXT_TURN = [Reply(thinking="Easy.", text="We planned the launch."), Reply(text="Then the trailer.")]
+
+
+def items(body: dict[str, Any]) -> list[Any]:
+    """The messages (or Responses input items) of a request body."""
+    found = body.get("messages", body.get("input"))
+    assert isinstance(found, list)
+    return found
+
+
+def tool_events(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The body's tool calls and results in order, as ("call" | "result", id)."""
+    events: list[tuple[str, str]] = []
+    for item in items(body):
+        if item.get("type") in ("function_call", "function_call_output"):
+            kind = "call" if item["type"] == "function_call" else "result"
+            events.append((kind, item["call_id"]))
+        for call in item.get("tool_calls") or ():
+            events.append(("call", call["id"]))
+        if item.get("role") == "tool":
+            events.append(("result", item["tool_call_id"]))
+        for block in item["content"] if isinstance(item.get("content"), list) else ():
+            if block.get("type") == "tool_use":
+                events.append(("call", block["id"]))
+            elif block.get("type") == "tool_result":
+                events.append(("result", block["tool_use_id"]))
+    return events
+
+
+def well_formed(events: list[tuple[str, str]]) -> bool:
+    """Every call answered before the next calls, every result answering an open call."""
+    open_ids: set[str] = set()
+    answering = False
+    for kind, id in events:
+        if kind == "call":
+            if answering and open_ids:
+                return False
+            answering = False
+            open_ids.add(id)
+        elif id not in open_ids:
+            return False
+        else:
+            open_ids.remove(id)
+            answering = True
+    return not open_ids
+
+
+async def two_turns(run: Any, model_name: str, replies: list[Reply]) -> tuple[Wire, list[Any]]:
+    await run.send(*exchange(["Plan the launch", *[f"item {k}" for k in range(13)]]))
+    model, wire = recording_model(model_name, replies)
+    agent = Agent(model, capabilities=[ThreadHistory(run.history, "t", agent="north", user="Ana")])
+    first = await agent.run("What did we plan?")
+    await run.history.wait()
+    await agent.run("And then?")
+    return wire, first.new_messages()
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+@pytest.mark.parametrize("turn", ["text", "tool"])
+async def test_turn_two_starts_with_turn_ones_last_request(
+    open_history: Opener, model_name: str, turn: str
+) -> None:
+    async with open_history(summarizer="echo", tail=(60, 260), kept=2) as run:
+        wire, new = await two_turns(run, model_name, TOOL_TURN if turn == "tool" else TEXT_TURN)
+        recorded = await run.history.store.pending("t", 27, 100)
+
+    last, second = items(wire.bodies[-2]), items(wire.bodies[-1])
+    assert second[: len(last)] == last
+    assert len(second) > len(last)
+    assert all(well_formed(tool_events(body)) for body in wire.bodies)
+    if turn == "tool":
+        assert [kind for kind, _ in tool_events(wire.bodies[-1])] == ["call", "result"]
+    kind, _ = split(model_name)
+    text = json.dumps(second)
+    if kind == "openai-responses":  # the reasoning items come back, encrypted content and all
+        assert '"encrypted_content": "enc-1-' in text and '"id": "rs_1"' in text
+    if kind == "anthropic":  # the thinking blocks come back with their signatures
+        assert '"signature": "sig-1"' in text
+    # The run's new messages start with the user's prompt, recorded with author and recipient.
+    first = new[0]
+    assert isinstance(first, ModelRequest)
+    assert [p.content for p in first.parts if isinstance(p, UserPromptPart)] == [
+        "Ana → north: What did we plan?"
+    ]
+    assert (recorded[0].message.author, recorded[0].message.to) == ("Ana", "north")
+
+
+def test_a_request_is_measured_against_its_providers_minimum() -> None:
+    assert minimum_cacheable("anthropic:claude-sonnet-4-5") == 1_024
+    assert minimum_cacheable("anthropic:claude-opus-4-5") == 4_096
+    assert minimum_cacheable("anthropic:claude-haiku-4-5") == 4_096
+    assert minimum_cacheable("openai:gpt-5.6") == 1_024
+    body = {
+        "system": [{"type": "text", "text": "Be brief."}],
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": "word " * 1_100, "cache_control": {"type": "ephemeral"}},
+            ]},
+            {"role": "user", "content": [{"type": "text", "text": "What now?"}]},
+        ],
+    }  # fmt: skip
+    measured = measure("anthropic:claude-sonnet-4-5", body)
+    assert (measured.marks, measured.max_marks) == (1, 4)
+    assert (measured.cached, measured.tokens, measured.reaches) == (1_104, 1_107, True)
+    assert not measure("anthropic:claude-opus-4-5", body).reaches
