@@ -26,8 +26,8 @@ from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.messages import (
     CachePoint,
     ModelMessage,
-    ModelRequest,
     ModelMessagesTypeAdapter,
+    ModelRequest,
     ModelResponse,
     SystemPromptPart,
     ToolReturnPart,
@@ -190,19 +190,21 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
     async def _record(self, ctx: RunContext[AgentDepsT], messages: Sequence[ModelMessage]) -> None:
         for message in messages:
             if isinstance(message, ModelResponse):
-                native = _native(message)
                 calls = response_step(message)
                 if calls is not None:
-                    await self._add(ctx, encode(calls), message.timestamp, step=True, native=native)
+                    said = encode(calls)
+                    await self._add(
+                        ctx, said, message.timestamp, step=True, native=_native(message)
+                    )
                 elif text := response_text(message):
-                    await self._add(ctx, text, message.timestamp, native=native)
+                    await self._add(ctx, text, message.timestamp, native=_native(message))
                 continue
-            for step in request_steps(message.parts):
-                results = [p for p in message.parts if isinstance(p, ToolReturnPart)]
-                native = _native(ModelRequest(parts=results, run_id=message.run_id))
-                if not isinstance(step, Returns):
-                    native = None
-                await self._add(ctx, encode(step), message.timestamp, step=True, native=native)
+            results = [p for p in message.parts if isinstance(p, ToolReturnPart)]
+            for found in request_steps(message.parts):
+                native = None
+                if isinstance(found, Returns):  # sent as it was, with the call ids
+                    native = _native(ModelRequest(parts=results, run_id=message.run_id))
+                await self._add(ctx, encode(found), message.timestamp, step=True, native=native)
             if not self.record_prompt:
                 continue
             for part in message.parts:

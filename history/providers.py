@@ -299,6 +299,14 @@ def _anthropic(reply: Reply, n: int, model: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+_EMPTY: dict[str, dict[str, Any]] = {
+    "text": {"text": ""},
+    "thinking": {"thinking": "", "signature": ""},
+    "tool_use": {"input": {}},
+}
+"""What a streamed block starts as, before its deltas."""
+
+
 def _anthropic_events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """An Anthropic message as the events of its stream (for a request that streams)."""
     content = message["content"]
@@ -306,11 +314,7 @@ def _anthropic_events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield {"type": "message_start", "message": start}
     for k, block in enumerate(content):
         kind = block["type"]
-        empty = {"text": "", "thinking": "", "signature": ""} if kind == "thinking" else {}
-        if kind == "text":
-            empty = {"text": ""}
-        if kind == "tool_use":
-            empty = {"input": {}}
+        empty = _EMPTY.get(kind, {})
         yield {"type": "content_block_start", "index": k, "content_block": {**block, **empty}}
         if kind == "text":
             yield _delta(k, {"type": "text_delta", "text": block["text"]})
@@ -318,7 +322,8 @@ def _anthropic_events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield _delta(k, {"type": "thinking_delta", "thinking": block["thinking"]})
             yield _delta(k, {"type": "signature_delta", "signature": block["signature"]})
         elif kind == "tool_use":
-            yield _delta(k, {"type": "input_json_delta", "partial_json": json.dumps(block["input"])})
+            arguments = json.dumps(block["input"])
+            yield _delta(k, {"type": "input_json_delta", "partial_json": arguments})
         yield {"type": "content_block_stop", "index": k}
     yield {
         "type": "message_delta",

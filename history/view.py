@@ -6,7 +6,10 @@ The outline comes first: one `CompactionPart` per block of `block_lines` lines, 
 `{label}|{text}` (newlines as spaces), oldest first, then a `CachePoint`. Appending lines leaves
 the full blocks byte-identical, so a provider that caches whole blocks keeps hitting. The tail
 follows, from the log: the outline's committed tail and every message stored after it, so a view
-taken while processing is behind misses nothing. The agent's own messages are its responses;
+taken while processing is behind misses nothing. The agent's own messages are its responses,
+sent as its provider sent them when they were stored with that form (reasoning items, thinking
+signatures, item and call ids: see `History.message_created`'s `native`), so the next request
+starts with the whole of the last one;
 everyone else's are user parts naming who wrote them; the agent's steps are its tool calls and
 returns (see `history.steps`), and a call or return whose partner is not in view, or not right
 next to it, is plain text, since providers refuse a lone tool part. Other agents' steps are
@@ -26,8 +29,8 @@ from pydantic_ai.messages import (
     CachePoint,
     CompactionPart,
     ModelMessage,
-    ModelRequest,
     ModelMessagesTypeAdapter,
+    ModelRequest,
     ModelRequestPart,
     ModelResponse,
     ModelResponsePart,

@@ -29,7 +29,10 @@ TOOL_TURN = [
     Reply(thinking="Found it.", text="We planned the launch."),
     Reply(text="Then the trailer."),
 ]
-TEXT_TURN = [Reply(thinking="Easy.", text="We planned the launch."), Reply(text="Then the trailer.")]
+TEXT_TURN = [
+    Reply(thinking="Easy.", text="We planned the launch."),
+    Reply(text="Then the trailer."),
+]
 
 
 def items(body: dict[str, Any]) -> list[Any]:

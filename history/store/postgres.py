@@ -186,9 +186,8 @@ class PostgresStore:
             # Under the thread's lock, two processes storing its messages at once take its next
             # seq in turn.
             await self._lock_thread(db, message.thread)
-            placed = await db.fetchrow(
-                rows.numbered(rows.INSERT_MESSAGE), *rows.insert_message_args(message, weight, native)
-            )
+            args = rows.insert_message_args(message, weight, native)
+            placed = await db.fetchrow(rows.numbered(rows.INSERT_MESSAGE), *args)
             if placed is None:
                 # ON CONFLICT waited for any other writer of the id: its row is committed now.
                 found = await db.fetchrow(

@@ -119,7 +119,8 @@ class SQLiteStore:
         # One statement, so its own transaction: the thread's next seq and idx, or nothing for
         # an id already stored (a trigger indexes a shared message for search in it too).
         async with self._read() as db:
-            placed = await _one(db, rows.INSERT_MESSAGE, *rows.insert_message_args(message, weight, native))
+            args = rows.insert_message_args(message, weight, native)
+            placed = await _one(db, rows.INSERT_MESSAGE, *args)
             if placed is None:
                 found = await _one(
                     db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", message.id
@@ -170,7 +171,8 @@ class SQLiteStore:
     async def natives(self, thread: str, after: int) -> dict[str, str]:
         async with self._read() as db:
             found = await db.execute_fetchall(
-                "SELECT id, native FROM message WHERE thread = ? AND seq > ? AND native IS NOT NULL",
+                "SELECT id, native FROM message "
+                "WHERE thread = ? AND seq > ? AND native IS NOT NULL",
                 (thread, after),
             )
         return {id: native for id, native in found}
