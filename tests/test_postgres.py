@@ -12,6 +12,7 @@ import pytest
 from history import History, HistorySettings, StoreError
 from history.store import open_store
 from history.store.postgres import PostgresStore
+from history.store.rows import MIGRATIONS
 from history.summarizer import Ask
 from history.trace import simulate, snapshot
 
@@ -67,8 +68,7 @@ async def test_stores_opening_together_on_an_empty_database_migrate_it_once(url:
         for store in stores:
             await store.close()
     names = await anyio.to_thread.run_sync(postgres_sql, url, "SELECT name FROM migration")
-    assert sorted(r[0] for r in names) == ["0001_message", "0002_summary", "0003_outline",
-                                           "0004_call", "0005_search"]  # fmt: skip
+    assert sorted(r[0] for r in names) == sorted(name for name, _ in MIGRATIONS)
 
 
 async def test_an_unreachable_server_is_a_store_error_that_hides_the_password() -> None:
