@@ -15,6 +15,7 @@ from .errors import (
     NotFoundError,
     RebuildRefused,
     StoreError,
+    StoreGoneError,
     SummarizerError,
     UnpinnedError,
 )
@@ -98,6 +99,7 @@ __all__ = (
     "Scripted",
     "Store",
     "StoreError",
+    "StoreGoneError",
     "Stored",
     "Summarizer",
     "SummarizerError",

@@ -194,6 +194,13 @@ def _text(name: str, value: object) -> str:
         raise InputError(
             f"{name} is not valid UTF-8 (a lone surrogate?): {value!r}", field=name
         ) from None
+    if "\x00" in value:
+        # PostgreSQL text cannot hold NUL: refused on every store, so stores carry the same.
+        raise InputError(
+            f"{name} holds a NUL character (at {value.index(chr(0))}), which not every store "
+            "can hold",
+            field=name,
+        )
     return value
 
 

@@ -5,7 +5,8 @@ HistoryError
  ├── InputError           a message or event refused before anything is written
  │    └── ConflictError   an id (or a node, a call) already stored with other content
  ├── StoreError           the store failed, or is not ours (driver errors translated once)
- │    └── ClosedError     the plugin or store was used after it was closed
+ │    ├── ClosedError     the plugin or store was used after it was closed
+ │    └── StoreGoneError  the store's database, schema or tables are gone (dropped)
  ├── NotFoundError        a thread or node that does not exist
  ├── RebuildRefused       a rebuild that would drop lines, unless forced
  └── SummarizerError      the summarizer raised or timed out (the batch is retried)
@@ -45,6 +46,14 @@ class StoreError(HistoryError):
 
 class ClosedError(StoreError):
     """The plugin or its store was used outside its `async with` block."""
+
+
+class StoreGoneError(StoreError):
+    """The store's database, schema or tables are gone (dropped under a running process).
+
+    Trying again cannot help until the store is restored: the plugin stops processing (its
+    threads wait), and a worker exits with this error instead of polling forever.
+    """
 
 
 class NotFoundError(HistoryError, LookupError):

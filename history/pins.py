@@ -40,9 +40,11 @@ def pinned(calls: Iterable[Call], key: str) -> list[Ask]:
 class Replay:
     """A summarizer that answers from recorded conversations and asks `inner` only on a miss.
 
-    A recorded answer comes back with no tokens (nothing was paid for it again), and a recorded
-    conversation that kept failing (outcome `fallback`) fails again the same way, so its line is
-    the same cut. The plugin records a replayed conversation once: its key is already stored.
+    A recorded answer comes back with no tokens (nothing was paid for it again). A recorded
+    conversation that kept failing (outcome `fallback`) is asked again when misses may reach the
+    model (its answer then replaces the fallback where it is recorded); otherwise it fails again
+    the same way, so its line is the same cut. The plugin records a replayed conversation once:
+    its key is already stored.
 
     Attributes:
         hits: requests answered from the recorded conversations.
@@ -56,6 +58,7 @@ class Replay:
         *,
         name: str | None = None,
         refuse_misses: bool = False,
+        retry_fallbacks: bool | None = None,
     ) -> None:
         """Index the recorded conversations.
 
@@ -66,6 +69,9 @@ class Replay:
             name: the model's name, part of the key of what the plugin records (the inner
                 model's name by default).
             refuse_misses: raise UnpinnedError on a miss instead of calling `inner`.
+            retry_fallbacks: treat a recorded fallback as a miss (asked again, or refused)
+                rather than failing again the same way; by default, when misses may reach
+                `inner`.
         """
         if name is None:
             if inner is None:
@@ -74,6 +80,9 @@ class Replay:
         self.name = name
         self.inner = inner
         self.refuse_misses = refuse_misses or inner is None
+        self.retry_fallbacks = (
+            not self.refuse_misses if retry_fallbacks is None else retry_fallbacks
+        )
         self.hits = 0
         self.misses = 0
         self._answers: dict[Request, str | None] = {}
@@ -85,15 +94,22 @@ class Replay:
         return len(self._answers)
 
     def record(self, ask: Ask) -> None:
-        """Answer from `ask` too: each turn it answered, and its failure if it kept failing."""
+        """Answer from `ask` too: each turn it answered, and its failure if it kept failing.
+
+        The earliest answer to a request wins, and any answer wins over a failure.
+        """
         for turn, answer in enumerate(ask.answers):
-            self._answers.setdefault((ask.thread, ask.prompts[: turn + 1]), answer)
+            request = (ask.thread, ask.prompts[: turn + 1])
+            if self._answers.get(request) is None:
+                self._answers[request] = answer
         if ask.outcome == "fallback" and len(ask.prompts) == len(ask.answers) + 1:
             self._answers.setdefault((ask.thread, ask.prompts), None)
 
     async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
         request = (task.thread, tuple(prompts))
-        if request in self._answers:
+        if request in self._answers and not (
+            self.retry_fallbacks and self._answers[request] is None
+        ):
             self.hits += 1
             answer = self._answers[request]
             if answer is None:
@@ -103,14 +119,15 @@ class Replay:
                 )
             return Reply(text=answer)
         self.misses += 1
+        missing = "a recorded fallback" if request in self._answers else "no recorded answer"
         if self.refuse_misses or self.inner is None:
             raise UnpinnedError(
-                f"thread {task.thread!r}: no recorded answer for node ({task.level}, "
+                f"thread {task.thread!r}: {missing} for node ({task.level}, "
                 f"{task.index}), turn {len(prompts)}, and model calls are not allowed"
             )
         log.info(
-            "thread %r: no recorded answer for node (%d, %d); asking %r",
-            task.thread, task.level, task.index, self.inner.name,
+            "thread %r: %s for node (%d, %d); asking %r",
+            task.thread, missing, task.level, task.index, self.inner.name,
             extra={"chat_thread": task.thread},
         )  # fmt: skip
         return await self.inner.reply(task, prompts, answers)

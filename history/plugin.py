@@ -6,7 +6,9 @@
 
 Each thread is processed by one task at a time, in `seq` order; different threads at the same
 time. Summarizer calls are bounded by a capacity limiter and a timeout, and are never made with a
-transaction open. A batch that fails commits nothing and is retried after a pause.
+transaction open. A batch that fails commits nothing and is retried after a pause, which doubles
+with each failure of the same request and starts over with the next one; what a summarizer or
+an `on_ask` listener raises stays in its thread's batch, and never ends the app's block.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic_ai.models import Model
 
-from .asking import Asker, Counters
+from .asking import Asker, Counters, describe
 from .contract import Message, Outline, Stored, Summary
 from .errors import (
     ClosedError,
     ConfigurationError,
     InputError,
     StoreError,
+    StoreGoneError,
     SummarizerError,
     UnpinnedError,
 )
@@ -86,12 +89,15 @@ class History:
                 `Model` such as `FunctionModel`, or any `Summarizer`).
             concurrency: summarizer calls in flight at once, across all threads.
             timeout: seconds one summarizer request may take.
-            pause: seconds before a failed thread is tried again; doubles with each failure.
+            pause: seconds before a failed thread is tried again; doubles with each failure
+                of the same request (after five, its line falls back to a cut of its input,
+                and the next request starts from `pause` again).
             max_pause: the longest pause.
             on_ask: called with every finished summarizer conversation, once its batch is
                 committed: the `Ask` carries its thread and the input and output tokens the
                 provider reported (zero for answers replayed from pins), so an app can meter
-                or bill it per thread, space or user.
+                or bill it per thread, space or user. A listener that raises is logged and
+                counted (`counters.listener_errors`); the plugin goes on.
             process: process the threads of the messages handed over here, and catch up on
                 opening; False only stores, and leaves the processing to workers that share the
                 store (`chat-outline worker`), which call `catch_up`.
@@ -292,15 +298,24 @@ class History:
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})
                     self.counters.refused += 1
                     return
+                except StoreGoneError as exc:
+                    # Nor can it when the store was dropped: the thread waits for a restore.
+                    log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})
+                    return
                 except (SummarizerError, StoreError) as exc:
-                    failures += 1
-                    pause = min(self._pause * 2 ** (failures - 1), self._max_pause)
+                    if isinstance(exc, ClosedError):
+                        raise
+                    # A summarizer's retries are bounded per request: the pause starts over
+                    # after an answer or a fallback, so a dead model costs each line the same.
+                    if isinstance(exc, SummarizerError):
+                        failures = self._asker.failures(thread)
+                    else:
+                        failures += 1
+                    pause = min(self._pause * 2 ** min(failures - 1, 64), self._max_pause)
                     log.warning(
                         "thread %r: batch failed (%s); retrying in %.1fs",
                         thread, exc, pause, extra={"chat_thread": thread},
                     )  # fmt: skip
-                    if isinstance(exc, ClosedError):
-                        raise
                     wake = self._wake[thread] = anyio.Event()
                     with anyio.move_on_after(pause):
                         await wake.wait()
@@ -416,6 +431,19 @@ class History:
             self.counters.asks += 1
             self.counters.input_tokens += ask.input_tokens
             self.counters.output_tokens += ask.output_tokens
-            for listener in self._listeners:
-                listener(ask)
+            self._tell(ask)
         return work
+
+    def _tell(self, ask: Ask) -> None:
+        """Hand a committed conversation to the listeners; one that raises is logged, counted
+        and passed over (the batch is committed: the plugin goes on)."""
+        for listener in self._listeners:
+            try:
+                listener(ask)
+            except Exception as exc:
+                self.counters.listener_errors += 1
+                log.error(
+                    "thread %r: an on_ask listener raised %s for node (%d, %d)",
+                    ask.thread, describe(exc), ask.level, ask.index,
+                    extra={"chat_thread": ask.thread},
+                )  # fmt: skip

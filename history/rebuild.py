@@ -8,7 +8,9 @@ make; unless they are allowed, a rebuild that needs any is refused, naming the c
 nothing changes. The result is swapped into the store in one transaction
 (`load_records(replace=True)`): the messages stay, the summaries and the outline are replaced,
 and a call the rebuild made is recorded. With unchanged settings the result is byte-identical
-to what incremental processing wrote.
+to what incremental processing wrote. A line that fell back to a cut (its ask kept failing) is
+asked again when model calls are allowed, and a dry run counts it; without them it is replayed
+as the same cut.
 """
 
 from __future__ import annotations
@@ -17,18 +19,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import anyio
 from pydantic_ai.models import Model
 
+from .asking import request
 from .contract import Outline, Stored
-from .errors import (
-    HistoryError,
-    NotFoundError,
-    RebuildRefused,
-    StoreError,
-    SummarizerError,
-    UnpinnedError,
-)
+from .errors import NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .pins import Replay, model_key, pinned
 from .processors.compact import process_one
 from .processors.summarize import Nodes
@@ -40,7 +35,6 @@ from .summarizer import (
     OFFLINE,
     Ask,
     Echo,
-    Exhausted,
     Reply,
     Scripted,
     Summarizer,
@@ -66,9 +60,9 @@ class Rebuilt:
     replayed: int
     """Requests answered from recorded calls."""
     model_calls: int
-    """Requests sent to the model; for a dry run, the calls it would make (exactly for the
-    offline models; for another model one per line that no recorded call answers, and it may
-    need more when an answer comes back too long)."""
+    """Requests sent to the model; for a dry run, the calls it would make with model calls
+    allowed (exactly for the offline models; for another model one per line that no recorded
+    call answers or that fell back, and it may need more when an answer comes back too long)."""
     summaries: int
     """Nodes in the rebuilt tree."""
     outline: Outline
@@ -132,7 +126,9 @@ async def rebuild(
     offline: Summarizer | None = summarizer if isinstance(summarizer, Echo | Scripted) else None
     if summarizer is None and settings.summarizer in OFFLINE:
         offline = summarizer_for(settings.summarizer)
-    replay = Replay(offline or _StandIn(name, settings.line), calls)
+    # A line that fell back is asked again when calls are allowed, and counted by a dry run.
+    retry = allow_model_calls or dry_run
+    replay = Replay(offline or _StandIn(name, settings.line), calls, retry_fallbacks=retry)
     result, asks = await run(replay)
     needed = replay.misses
     if needed and not (allow_model_calls or dry_run):
@@ -257,10 +253,4 @@ class _Rerun:
         return work
 
     async def _ask(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
-        try:
-            with anyio.fail_after(self.call_timeout):
-                return await self.replay.reply(task, prompts, answers)
-        except (Exhausted, HistoryError):
-            raise
-        except Exception as exc:
-            raise SummarizerError(f"summarizer {self.replay.name!r} failed: {exc!r}") from exc
+        return await request(self.replay, task, prompts, answers, seconds=self.call_timeout)

@@ -9,6 +9,10 @@ A worker looks for threads with unprocessed messages every `poll` seconds. On SI
 it stops looking and lets the batches in flight finish, for at most `grace` seconds; a second
 signal, or the end of the grace, cancels them. A cancelled batch commits nothing, and another
 worker starts it again: nothing is lost and nothing is written twice.
+
+A database that is away for a while (a restart, a network cut) is looked for again at each
+poll, and the worker goes on when it is back; a store that is gone (its database, schema or
+tables dropped) ends the worker with `StoreGoneError` instead.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from .errors import ClosedError, ConfigurationError, StoreError
+from .errors import ClosedError, ConfigurationError, StoreError, StoreGoneError
 from .plugin import History
 
 log = logging.getLogger(__name__)
@@ -39,6 +43,9 @@ async def serve(
         grace: seconds the batches in flight may take to finish after the first signal.
         threads: the most threads this worker works on at once; the rest are left to the
             other workers (or to its next look).
+
+    Raises:
+        StoreGoneError: the store's database, schema or tables were dropped.
     """
     for name, value, least in (("poll", poll, 0.001), ("grace", grace, 0), ("threads", threads, 1)):
         if value < least:
@@ -49,10 +56,19 @@ async def serve(
                 "worker on %r with %r: looking for work every %.2fs",
                 history.store.url, history.summarizer.name, poll,
             )  # fmt: skip
+            gone: list[StoreGoneError] = []
             async with anyio.create_task_group() as group:
-                group.start_soon(_poll, history, poll, threads)
+
+                async def look() -> None:
+                    gone.append(await _poll(history, poll, threads))
+                    group.cancel_scope.cancel()
+
+                group.start_soon(look)
                 got = await _next(signals)
                 group.cancel_scope.cancel()
+            if gone:
+                log.error("worker: %s", gone[0])
+                raise gone[0]
             log.info("worker: %s, finishing the batches in flight (%.0fs at most)", got, grace)
 
             async def force() -> None:
@@ -70,10 +86,13 @@ async def serve(
     log.info("worker stopped: %r", history.counters)
 
 
-async def _poll(history: History, every: float, threads: int) -> None:
+async def _poll(history: History, every: float, threads: int) -> StoreGoneError:
+    """Look for work every `every` seconds until the store is gone."""
     while True:
         try:
             await history.catch_up(limit=threads)
+        except StoreGoneError as exc:
+            return exc
         except ClosedError:
             raise
         except StoreError as exc:  # the database is away for a moment: look again later

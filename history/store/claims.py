@@ -21,12 +21,36 @@ from contextlib import asynccontextmanager
 import anyio
 import asyncpg
 
-from ..errors import ClosedError, StoreError
+from ..errors import ClosedError, StoreError, StoreGoneError
 
 log = logging.getLogger(__name__)
 
-DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
-"""What asyncpg raises: server errors, misuse of a connection, and network failures."""
+DRIVER_ERRORS = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,
+)
+"""What asyncpg raises: server errors, misuse of a connection, its own state errors (a
+connection cut in the middle of an operation), and network failures."""
+
+GONE = (
+    asyncpg.InvalidCatalogNameError,
+    asyncpg.InvalidSchemaNameError,
+    asyncpg.UndefinedTableError,
+)
+"""The database, the schema or the tables are not there: the store was dropped."""
+
+
+def store_error(error: BaseException, url: str) -> StoreError:
+    """A driver error as the store raises it (the one place they are translated)."""
+    if isinstance(error, GONE):
+        return StoreGoneError(
+            f"the PostgreSQL store {url!r} is gone ({error}): was its database or schema "
+            "dropped? Restore it, or start again on a new one"
+        )
+    return StoreError(f"PostgreSQL store {url!r}: {error}")
+
 
 TAKE = "SELECT pg_try_advisory_lock($1, hashtext($2))"
 RELEASE = "SELECT pg_advisory_unlock($1, hashtext($2))"
@@ -92,7 +116,7 @@ class Claims:
                 db, self._db = self._db, None
                 if db is not None:
                     db.terminate()
-                raise StoreError(f"PostgreSQL store {self._url!r}: {exc}") from exc
+                raise store_error(exc, self._url) from exc
 
 
 async def quietly(closing: Awaitable[object]) -> None:

@@ -33,7 +33,7 @@ from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
 from . import records, rows
-from .claims import DRIVER_ERRORS, Claims, quietly
+from .claims import DRIVER_ERRORS, Claims, quietly, store_error
 from .postgres_records import apply, foreign, thread_records
 from .records import Loaded, ThreadRecords
 from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
@@ -129,7 +129,7 @@ class PostgresStore:
             async with self._pool.acquire() as db:
                 yield db
         except DRIVER_ERRORS as exc:
-            raise StoreError(f"PostgreSQL store {self.url!r}: {exc}") from exc
+            raise store_error(exc, self.url) from exc
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:
@@ -314,9 +314,7 @@ class PostgresStore:
                         before.thread,
                     )
                     await db.executemany(
-                        f"INSERT INTO call ({CALL_COLUMNS}) "
-                        "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) "
-                        "ON CONFLICT (thread, key) DO NOTHING",
+                        rows.numbered(rows.INSERT_CALL),
                         [rows.call_row(ask, model, first + k) for k, ask in enumerate(asks)],
                     )
         except _Stale:

@@ -90,7 +90,7 @@ async def apply(db: Connection, plan: records.Plan) -> None:
         )
     if plan.calls:
         await db.executemany(
-            f"INSERT INTO call ({CALL_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)",
+            rows.numbered(rows.INSERT_CALL),
             [rows.call_row(c.ask, c.model, c.n) for c in plan.calls],
         )
     if plan.write == "create":

@@ -211,9 +211,9 @@ def _new_calls(old: ThreadRecords, incoming: ThreadRecords) -> tuple[list[Call],
     pins = {c.key: c for c in old.calls}
     for call in _unique(incoming.calls, lambda c: c.key, _call_conflict, _same_call):
         known = pins.get(call.key)
-        if known is None:
+        if known is None or _answers_fallback(known, call):
             new.append(call)
-        elif _same_call(known, call):
+        elif _same_call(known, call) or _answers_fallback(call, known):
             skipped += 1  # its place `n` may differ: a pin is its request and its answers
         else:
             raise _call_conflict(known, call, stored=True)
@@ -282,6 +282,11 @@ def _same_message(a: Stored, b: Stored) -> bool:
 
 def _same_call(a: Call, b: Call) -> bool:
     return (a.model, a.ask) == (b.model, b.ask)
+
+
+def _answers_fallback(old: Call, new: Call) -> bool:
+    """`new` answers the request `old` kept failing on: the answer replaces the fallback."""
+    return old.ask.outcome == "fallback" and new.ask.outcome != "fallback"
 
 
 def _unique(

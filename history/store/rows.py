@@ -129,14 +129,19 @@ def stored_from_row(row: Sequence[Any]) -> Stored:
     message = Message(
         id=id,
         thread=thread,
-        author=author,
-        to=to,
-        text=text,
+        author=_legacy(author),
+        to=_legacy(to),
+        text=_legacy(text),
         at=datetime.fromisoformat(at),
         step=bool(step),
-        files=tuple(File(**f) for f in json.loads(files)),
+        files=tuple(File(**{**f, "name": _legacy(f["name"])}) for f in json.loads(files)),
     )
     return Stored(message=message, seq=seq, index=index, weight=weight)
+
+
+def _legacy(text: str) -> str:
+    """A NUL that SQLite stored before messages holding one were refused, read as U+FFFD."""
+    return text.replace("\x00", "\ufffd")
 
 
 def summary_row(node: Summary) -> tuple[Any, ...]:
@@ -202,6 +207,17 @@ def outline_update(after: Outline, *, lines_changed: bool) -> tuple[str, list[An
         columns.append("lines")
         values.append(lines_json(after.lines))
     return ", ".join(f"{c} = ?" for c in columns), values
+
+
+INSERT_CALL = f"""
+INSERT INTO call ({CALL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (thread, key) DO UPDATE SET
+    answers = excluded.answers, line = excluded.line, outcome = excluded.outcome,
+    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens
+WHERE call.outcome = 'fallback' AND excluded.outcome <> 'fallback'
+"""
+"""Record a call. A pin keeps its first answers, but a fallback (an ask that kept failing) gives
+way to the answers of the same request asked again, so a replay then gives the answered line."""
 
 
 def call_key(model: str, prompts: Sequence[str]) -> str:

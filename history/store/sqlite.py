@@ -249,8 +249,7 @@ class SQLiteStore:
                         before.thread,
                     ) or (0,)
                     await db.executemany(
-                        f"INSERT INTO call ({CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
-                        "ON CONFLICT (thread, key) DO NOTHING",
+                        rows.INSERT_CALL,
                         [rows.call_row(ask, model, n + k) for k, ask in enumerate(asks)],
                     )
         except _Stale:
@@ -413,10 +412,7 @@ async def _apply(db: aiosqlite.Connection, plan: records.Plan) -> None:
         f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?)",
         [rows.summary_search_row(node) for node in plan.summaries],
     )
-    await db.executemany(
-        f"INSERT INTO call ({CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        [rows.call_row(c.ask, c.model, c.n) for c in plan.calls],
-    )
+    await db.executemany(rows.INSERT_CALL, [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
     if plan.write == "create":
         row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)
         await db.execute(
