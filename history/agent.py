@@ -41,7 +41,7 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from .contract import File, Message
 from .errors import NotFoundError
 from .plugin import History
-from .steps import Returns, encode, request_steps, response_step, response_text
+from .steps import Returns, encode, prompt_content, request_steps, response_step, response_text
 from .view import BLOCK_LINES, PAGE, Run, build
 from .zoom import search, zoom
 
@@ -209,7 +209,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
                 continue
             for part in message.parts:
                 if isinstance(part, UserPromptPart):
-                    text, files = _prompt(part)
+                    text, files = prompt_content(part.content)
                     if text or files:
                         await self._add(
                             ctx, text, part.timestamp, author=self.user, to=self.agent, files=files
@@ -240,33 +240,6 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
 def _native(message: ModelMessage) -> str:
     """A message as pydantic-ai serializes it: what its provider needs to continue from it."""
     return ModelMessagesTypeAdapter.dump_json([message]).decode()
-
-
-def _prompt(part: UserPromptPart) -> tuple[str, tuple[File, ...]]:
-    """A user prompt's text, and its other content as files (names and types only)."""
-    if isinstance(part.content, str):
-        return part.content, ()
-    texts: list[str] = []
-    files: list[File] = []
-    for item in part.content:
-        if isinstance(item, str):
-            texts.append(item)
-        elif isinstance(item, CachePoint):
-            continue
-        elif (content := getattr(item, "content", None)) is not None and isinstance(content, str):
-            texts.append(content)
-        else:
-            name = getattr(item, "identifier", None) or getattr(item, "url", None) or item.kind
-            data = getattr(item, "data", b"")
-            mime = getattr(item, "media_type", None)
-            files.append(
-                File(
-                    name=str(name),
-                    mime=mime if isinstance(mime, str) else None,
-                    size=len(data) if isinstance(data, bytes) else 0,
-                )
-            )
-    return "\n".join(texts), tuple(files)
 
 
 def _unmarked(message: ModelMessage) -> ModelMessage:

@@ -14,9 +14,17 @@ from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Literal, TextIO
+from typing import Annotated, Any, Literal, TextIO
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 
 from .contract import File, Message, Outline, Stored, Summary, TailItem, format_at, parse_at
 from .errors import ConflictError, InputError, NotFoundError
@@ -41,6 +49,15 @@ class FileLine(_Line):
     name: str
     mime: str | None = None
     size: int = 0
+    url: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_url(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A file with no url is written as before urls were kept."""
+        value: dict[str, Any] = handler(self)
+        if value.get("url") is None:
+            value.pop("url", None)
+        return value
 
 
 class MessageLine(_Line):
@@ -259,7 +276,7 @@ def _message_line(s: Stored) -> MessageLine:
     return MessageLine(
         id=m.id, thread=m.thread, seq=s.seq, index=s.index, author=m.author, to=m.to,
         text=m.text, at=format_at(m.at), step=m.step,
-        files=[FileLine(name=f.name, mime=f.mime, size=f.size) for f in m.files],
+        files=[FileLine(name=f.name, mime=f.mime, size=f.size, url=f.url) for f in m.files],
         weight=s.weight,
     )  # fmt: skip
 
@@ -268,7 +285,9 @@ def _stored(line: MessageLine) -> Stored:
     message = Message(
         id=line.id, thread=line.thread, author=line.author, to=line.to, text=line.text,
         at=parse_at(line.at), step=line.step,
-        files=tuple(File(name=f.name, mime=f.mime, size=f.size) for f in line.files),
+        files=tuple(
+            File(name=f.name, mime=f.mime, size=f.size, url=f.url) for f in line.files
+        ),
     )  # fmt: skip
     if (line.index is None) != line.step:
         raise InputError(

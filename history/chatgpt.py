@@ -2,7 +2,8 @@
 
 The rules, so that a real export can be ingested as it is:
 
-- the thread is the conversation's id; a message's id is `{thread}:{node id}`;
+- the thread is the conversation's id, its title the thread's title; a message's id is
+  `{thread}:{node id}`;
 - a conversation's messages form a tree (every edit or regeneration is a branch): the branch
   that was shown is followed, from `current_node` up through the `parent` links (without a
   `current_node`, from the leaf written last);
@@ -11,30 +12,40 @@ The rules, so that a real export can be ingested as it is:
   messages are left out;
 - `user` and `assistant` are the authors; the assistant's message to a tool (`recipient`) is its
   step calling that tool, and the tool's answer its step returning the result (the JSON the
-  pydantic-ai hook writes), the call's id being the node id of the message that made it;
+  pydantic-ai hook writes), the call's id being the node id of the message that made it; a
+  call whose text is not a JSON object (a python program, a browser command such as
+  `search("...")`) keeps it as text, its arguments `{"code": text}`;
 - `create_time` (epoch seconds) becomes an aware UTC time; a message without one takes the time
   of the message before it (or of the conversation);
-- attachments and images are files (an image weighs as one, by its `image/` type).
+- attachments and images are files (an image weighs as one, by its `image/` type); a file an
+  asset pointer names keeps it as its `url` (`file-service://file-ab`), and its size: an
+  upload, an image DALL-E generated, an image a python run made.
 
-Each record that cannot be read is reported at its JSON path; the rest of the file is still
-read, so one run shows every problem.
+Each record that cannot be read is reported at its JSON path, down to the part at fault
+(`$[3].mapping.n2.message.content.parts[1]`): a part that is neither text nor a pointer, a
+content with nothing to read, an unknown role, a tool's answer that no call asked for. The
+rest of the file is still read, so one run shows every problem.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from .contract import File, Message
 from .errors import InputError
 from .formats import one_result
-from .ingest import ASSISTANT, SKIPPED_ROLES, Reader, path_of
+from .ingest import ASSISTANT, SKIPPED_ROLES, USER, Below, Reader, path_of
 from .steps import Call, Calls, Return, encode
 
 HIDDEN_CONTENT = ("user_editable_context", "model_editable_context")
 """Custom instructions and memory: given to the model, never shown in the conversation."""
 REASONING = ("thoughts", "reasoning_recap")
 """The model's reasoning: not recorded, as the pydantic-ai hook records none."""
+ROLES = (USER, ASSISTANT, "tool", *SKIPPED_ROLES)
+"""The authors a conversation's messages have; any other is reported."""
 
 
 def chatgpt(value: object, reader: Reader) -> None:
@@ -69,6 +80,11 @@ def _conversation(conversation: object, keys: tuple[int, ...], reader: Reader) -
     branch = _branch(mapping, current, keys, reader)
     if branch is None:
         return
+    title = conversation.get("title")
+    if isinstance(title, str) and title.strip():
+        reader.title(thread, " ".join(title.split()))
+    elif title is not None and not isinstance(title, str):
+        reader.bad(path_of(*keys, "title"), f"title must be a string, got {title!r:.80}")
     try:
         last = _epoch(conversation.get("create_time"))
     except InputError as exc:
@@ -78,14 +94,18 @@ def _conversation(conversation: object, keys: tuple[int, ...], reader: Reader) -
     for node_id, message in branch:
         if message is None:
             continue
+        place: tuple[int | str, ...] = (*keys, "mapping", node_id, "message")
         try:
             made = _message(message, thread, node_id, last, calls)
+        except Below as exc:
+            reader.bad(path_of(*place, *exc.keys), str(exc))
+            continue
         except InputError as exc:
-            reader.bad(path_of(*keys, "mapping", node_id, "message"), str(exc))
+            reader.bad(path_of(*place), str(exc))
             continue
         if made is not None:
             last = made.at
-            reader.add(path_of(*keys, "mapping", node_id, "message"), made)
+            reader.add(path_of(*place), made)
 
 
 def _branch(
@@ -142,11 +162,15 @@ def _message(
     metadata = message.get("metadata") or {}
     if not isinstance(author, Mapping) or not isinstance(author.get("role"), str):
         raise InputError(f"author must be an object with a role, got {author!r:.80}", field="role")
+    if content is None:
+        raise Below(("content",), "a message with no content")
     if not isinstance(content, Mapping):
         raise InputError(f"content must be an object, got {content!r:.80}", field="content")
     if not isinstance(metadata, Mapping):
         raise InputError(f"metadata must be an object, got {metadata!r:.80}", field="metadata")
     role, kind = author["role"], content.get("content_type")
+    if role not in ROLES:
+        raise Below(("author", "role"), f"unknown role {role!r} (known: {', '.join(ROLES)})")
     hidden = metadata.get("is_visually_hidden_from_conversation")
     if role in SKIPPED_ROLES or hidden or kind in HIDDEN_CONTENT or kind in REASONING:
         return None
@@ -160,20 +184,45 @@ def _message(
     step = False
     if role == "assistant" and isinstance(recipient, str) and recipient not in ("", "all"):
         calls[recipient] = node_id
-        made = Calls(calls=(Call(id=node_id, name=recipient, args=text),))
+        made = Calls(calls=(Call(id=node_id, name=recipient, args=_arguments(text, kind)),))
         role, step, text = ASSISTANT, True, encode(made)
     elif role == "tool":
         tool = name if isinstance(name, str) and name else "tool"
-        call = calls.get(tool, node_id)
-        role, step, text = (
-            ASSISTANT,
-            True,
-            encode(one_result(Return(id=call, name=tool, content=text))),
-        )
+        call = _call_of(tool, calls)
+        if call is None:
+            raise Below(
+                ("author", "name"),
+                f"a result of {tool!r}, which no earlier message of the shown branch calls",
+            )
+        result = one_result(Return(id=call, name=tool, content=text))
+        role, step, text = ASSISTANT, True, encode(result)
     return Message(
         id=f"{thread}:{node_id}", thread=thread, author=role, text=text, at=at, step=step,
         files=files,
     )  # fmt: skip
+
+
+def _call_of(tool: str, calls: Mapping[str, str]) -> str | None:
+    """The call a tool's answer returns to: the last made to it by name, or, as ChatGPT names
+    some tools shorter in the call than in the answer (`web`, `web.run`), by its namespace."""
+    if tool in calls:
+        return calls[tool]
+    space = tool.split(".", 1)[0]
+    found = [call for name, call in calls.items() if name.split(".", 1)[0] == space]
+    return found[-1] if found else None
+
+
+def _arguments(text: str, kind: object) -> str | dict[str, Any]:
+    """A call's arguments: a JSON object as given (DALL-E's prompt); anything else, such as a
+    python program or a browser command (`search("...")`), kept as text in an object, so that
+    a model is sent it as it was written, not as JSON it cannot read."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return text
+    return {"code": text} if kind == "code" else {"text": text}
 
 
 def _content(
@@ -181,47 +230,93 @@ def _content(
 ) -> tuple[str, tuple[File, ...]]:
     """The text of a message's content, whatever its type, and the files it names."""
     texts: list[str] = []
-    pointers: list[str] = []
+    pointers: list[Mapping[str, object]] = []
     parts = content.get("parts")
-    if isinstance(parts, list):
-        for part in parts:
+    kind = content.get("content_type")
+    if "parts" in content:
+        if not isinstance(parts, list):
+            raise Below(("content", "parts"), f"parts must be a list, got {parts!r:.80}")
+        for k, part in enumerate(parts):
             if isinstance(part, str):
                 texts.append(part)
             elif isinstance(part, Mapping) and isinstance(part.get("asset_pointer"), str):
-                pointers.append(part["asset_pointer"])
+                pointers.append(part)
             elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
-    elif content.get("content_type") == "tether_quote":
+            elif isinstance(part, Mapping) and isinstance(part.get("audio_asset_pointer"), Mapping):
+                pointers.append(part["audio_asset_pointer"])  # a voice message's recording
+            else:
+                raise Below(
+                    ("content", "parts", k),
+                    f"not a string, nor a part with text or an asset pointer: {part!r:.80}",
+                )
+    elif kind == "tether_quote":
         texts.extend(str(content[k]) for k in ("title", "url", "text") if content.get(k))
     else:  # code, execution_output, tether_browsing_display, system_error, ...
-        for key in ("text", "result", "summary"):
-            if isinstance(content.get(key), str):
-                texts.append(str(content[key]))
-                break
+        found = next((content[k] for k in ("text", "result", "summary") if k in content), None)
+        if not isinstance(found, str):
+            raise Below(
+                ("content",), f"content of type {kind!r} holds no text, result or parts to read"
+            )
+        texts.append(found)
     files, named = _attachments(metadata.get("attachments"))
-    for pointer in pointers:
-        key = pointer.rsplit("/", 1)[-1]
-        if key not in named:
-            files.append(File(name=key, mime="image/*"))
+    for part in pointers:
+        files.append(_pointed(part, named))
+    files.extend(named.values())
+    files.extend(_outputs(metadata))
     return "\n".join(texts), tuple(files)
 
 
-def _attachments(value: object) -> tuple[list[File], set[str]]:
-    """The uploaded files a message names, and their ids (an image part points at one)."""
-    files: list[File] = []
-    ids: set[str] = set()
+def _pointed(part: Mapping[str, object], named: dict[str, File]) -> File:
+    """The file an asset pointer points at, keeping the pointer: the upload it names, with
+    its name and type, or a file of its own (an image DALL-E or python made)."""
+    pointer = str(part["asset_pointer"])
+    key = pointer.rsplit("/", 1)[-1]
+    upload = named.pop(key, None)
+    size = _size(part.get("size_bytes"))
+    if upload is not None:
+        return File(name=upload.name, mime=upload.mime, size=upload.size or size, url=pointer)
+    kind = str(part.get("content_type", "")).split("_", 1)[0]
+    mime = f"{kind}/*" if kind in ("image", "audio") else None
+    return File(name=key, mime=mime, size=size, url=pointer)
+
+
+def _attachments(value: object) -> tuple[list[File], dict[str, File]]:
+    """The uploaded files a message names: those without an id, and by id those with one (an
+    image part points at its upload by id, and takes its name)."""
+    loose: list[File] = []
+    named: dict[str, File] = {}
     for attachment in value if isinstance(value, list) else ():
         if not isinstance(attachment, Mapping) or not isinstance(attachment.get("name"), str):
             continue
         mime = attachment.get("mime_type") or attachment.get("mimeType")
-        size = attachment.get("size")
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            size = 0
-        files.append(
-            File(name=attachment["name"], mime=mime if isinstance(mime, str) else None, size=size)
+        made = File(
+            name=attachment["name"],
+            mime=mime if isinstance(mime, str) else None,
+            size=_size(attachment.get("size")),
         )
-        ids.add(str(attachment.get("id")))
-    return files, ids
+        id = attachment.get("id")
+        if isinstance(id, str):
+            named[id] = made
+        else:
+            loose.append(made)
+    return loose, named
+
+
+def _outputs(metadata: Mapping[str, object]) -> list[File]:
+    """The images a python run made (`aggregate_result.messages`), with their pointers."""
+    result = metadata.get("aggregate_result")
+    messages = result.get("messages") if isinstance(result, Mapping) else None
+    files: list[File] = []
+    for made in messages if isinstance(messages, list) else ():
+        url = made.get("image_url") if isinstance(made, Mapping) else None
+        if isinstance(url, str) and url:
+            files.append(File(name=url.rsplit("/", 1)[-1], mime="image/*", url=url))
+    return files
+
+
+def _size(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _epoch(value: object) -> datetime | None:

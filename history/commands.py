@@ -170,7 +170,7 @@ def _must_exist(db: str) -> None:
 
 
 def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
-    from .ingest import ONE_THREAD, read
+    from .ingest import ONE_THREAD, read, shared_threads
 
     console = err()
     files = []
@@ -189,6 +189,7 @@ def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
             continue
         with console.status(f"reading {path}") if console.is_terminal else nullcontext():
             files.append(read(path, format=args.format, thread=args.thread))
+    shared_threads(files)
     if not _problems(files, skip=args.skip_bad):
         return 1
     return anyio.run(write_files, files, settings, args.db, args.skip_bad)

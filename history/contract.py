@@ -24,11 +24,16 @@ class File:
     """Its media type; its kind comes from this alone."""
     size: int = 0
     """Its size in bytes."""
+    url: str | None = None
+    """Where it is: a URL, or the pointer of the app it came from (`file-service://file-ab`).
+    Kept with the message only: a line and a weight never use it."""
 
     def __post_init__(self) -> None:
         _text("files.name", self.name)
         if self.mime is not None:
             _text("files.mime", self.mime)
+        if self.url is not None:
+            _text("files.url", self.url)
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
             raise InputError(
                 f"files.size must be a whole number >= 0, got {self.size!r}", field="files.size"
@@ -47,7 +52,11 @@ class File:
         return "other"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "mime": self.mime, "size": self.size}
+        """`{"name", "mime", "size"}`, and `url` when there is one."""
+        value: dict[str, Any] = {"name": self.name, "mime": self.mime, "size": self.size}
+        if self.url is not None:
+            value["url"] = self.url
+        return value
 
     @classmethod
     def from_json(cls, value: object) -> File:
@@ -59,6 +68,7 @@ class File:
             name=name if isinstance(name, str) else _wrong("files.name", name, "a string"),
             mime=_optional_text("files.mime", value.get("mime")),
             size=value.get("size", 0),
+            url=_optional_text("files.url", value.get("url")),
         )
 
 

@@ -27,6 +27,7 @@ hook writes them, so the view sends them back as tool parts.
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -37,8 +38,17 @@ from pydantic_ai import messages as ai
 
 from .contract import File, Message
 from .errors import InputError
-from .ingest import ASSISTANT, SKIPPED_ROLES, SYNTHETIC_START, USER, Reader, path_of, synthetic_at
-from .steps import Call, Calls, Feedback, Return, Returns, encode
+from .ingest import (
+    ASSISTANT,
+    SKIPPED_ROLES,
+    SYNTHETIC_START,
+    USER,
+    Below,
+    Reader,
+    path_of,
+    synthetic_at,
+)
+from .steps import Call, Calls, Feedback, Return, Returns, encode, prompt_content
 
 Said = tuple[str, str, bool, tuple[File, ...], datetime | None]
 """What one record says: `(author, text, step, files, time the file states)`."""
@@ -50,6 +60,7 @@ def pydantic_ai(value: object, thread: str, reader: Reader) -> None:
         reader.bad("$", f"a pydantic-ai history is a list of messages, got {type(value).__name__}")
         return
     last = SYNTHETIC_START
+    called: set[str] = set()
     for i, raw in enumerate(value):
         try:
             (message,) = ai.ModelMessagesTypeAdapter.validate_json(json.dumps([raw]))
@@ -60,12 +71,33 @@ def pydantic_ai(value: object, thread: str, reader: Reader) -> None:
             for where, said in reasons.items():
                 reader.bad(where, "; or ".join(said))
             continue
+        stray = _stray_result(message, called)
+        if stray is not None:
+            k, part = stray
+            reader.bad(
+                path_of(i, "parts", k),
+                f"a tool result for call {part.tool_call_id!r}, which no earlier message makes",
+            )
+            continue
+        if isinstance(message, ai.ModelResponse):
+            called.update(p.tool_call_id for p in message.parts if isinstance(p, ai.ToolCallPart))
         stated = _given(raw, message.timestamp)
         for k, (author, text, step, files, at) in enumerate(_records(message, raw)):
             last = at or stated or max(last, synthetic_at(i))
             made = Message(id=f"{thread}:{i}.{k}", thread=thread, author=author, text=text,
                            at=last, step=step, files=files)  # fmt: skip
             reader.add(path_of(i), made)
+
+
+def _stray_result(
+    message: ai.ModelMessage, called: set[str]
+) -> tuple[int, ai.ToolReturnPart] | None:
+    """The first tool result of a request that answers no call made before it."""
+    if isinstance(message, ai.ModelRequest):
+        for k, part in enumerate(message.parts):
+            if isinstance(part, ai.ToolReturnPart) and part.tool_call_id not in called:
+                return k, part
+    return None
 
 
 def _records(message: ai.ModelMessage, raw: Mapping[str, Any]) -> list[Said]:
@@ -96,7 +128,7 @@ def _records(message: ai.ModelMessage, raw: Mapping[str, Any]) -> list[Said]:
     ]
     for part, stated in parts:
         if isinstance(part, ai.UserPromptPart):
-            text, files = _prompt(part.content)
+            text, files = prompt_content(part.content)
             if text.strip() or files:
                 out.append((USER, text, False, files, _given(stated, part.timestamp)))
     return out
@@ -108,22 +140,6 @@ def _args(part: ai.ToolCallPart) -> str | dict[str, Any] | None:
     if args is None or isinstance(args, str):
         return args
     return {str(key): value for key, value in args.items()}
-
-
-def _prompt(content: str | Sequence[ai.UserContent]) -> tuple[str, tuple[File, ...]]:
-    if isinstance(content, str):
-        return content, ()
-    texts: list[str] = []
-    files: list[File] = []
-    for item in content:
-        if isinstance(item, str):
-            texts.append(item)
-        elif isinstance(item, ai.TextContent):
-            texts.append(item.content)
-        elif isinstance(item, ai.BinaryContent | ai.FileUrl | ai.UploadedFile):
-            size = len(item.data) if isinstance(item, ai.BinaryContent) else 0
-            files.append(File(name=item.identifier, mime=item.media_type, size=size))
-    return "\n".join(texts), tuple(files)
 
 
 def _given(raw: object, parsed: object) -> datetime | None:
@@ -166,6 +182,9 @@ def chat(value: object, thread: str, reader: Reader) -> None:
     for position, item in enumerate(value):
         try:
             said = _chat_message(item, calls, f"{thread}:{position}")
+        except Below as exc:
+            reader.bad(path_of(*keys, position, *exc.keys), str(exc))
+            continue
         except InputError as exc:
             reader.bad(path_of(*keys, position), str(exc))
             continue
@@ -176,6 +195,10 @@ def chat(value: object, thread: str, reader: Reader) -> None:
             reader.add(path_of(*keys, position), made)
 
 
+CHAT_ROLES = (USER, ASSISTANT, "tool", "function", *SKIPPED_ROLES)
+"""The roles of OpenAI's chat messages; any other is reported."""
+
+
 def _chat_message(item: object, calls: dict[str, tuple[str, str]], id: str) -> Said | None:
     """One chat message; `calls` maps each call's id to its tool and caller, for its result."""
     if not isinstance(item, Mapping):
@@ -183,24 +206,36 @@ def _chat_message(item: object, calls: dict[str, tuple[str, str]], id: str) -> S
     role, name = item.get("role"), item.get("name")
     if not isinstance(role, str) or not role:
         raise InputError(f"role must be a non-empty string, got {role!r}", field="role")
+    if role not in CHAT_ROLES:
+        raise Below(("role",), f"unknown role {role!r} (known: {', '.join(CHAT_ROLES)})")
     if name is not None and not isinstance(name, str):
         raise InputError(f"name must be a string, got {name!r}", field="name")
     text, files = _chat_content(item.get("content"))
     if role in SKIPPED_ROLES:
         return None
     if role in ("tool", "function"):
-        call = item.get("tool_call_id") if role == "tool" else calls.get(f"function:{name}")
-        call = call if isinstance(call, str) else (name or id)
-        tool, caller = calls.get(str(call), (name or "tool", ASSISTANT))
-        result = one_result(Return(id=str(call), name=tool, content=text))
+        if role == "tool":
+            call = item.get("tool_call_id")
+        else:  # an old function_call's result names the function, not the call
+            call = calls.get(f"function:{name}", (None, ""))[0]
+        if not isinstance(call, str) or call not in calls:
+            field = "tool_call_id" if role == "tool" else "name"
+            raise Below(
+                (field,),
+                f"a tool result for {item.get(field)!r}, which no earlier message calls",
+            )
+        tool, caller = calls[call]
+        result = one_result(Return(id=call, name=tool, content=text))
         return caller, encode(result), True, files, None
     author = name or (ASSISTANT if role == "assistant" else role)
     made = _tool_calls(item, id)
     for call in made:
         calls[call.id] = (call.name, author)
-        calls[f"function:{call.name}"] = (call.id, author)  # an old function_call's result names it
+        calls[f"function:{call.name}"] = (call.id, author)
     if made:
         return author, encode(Calls(calls=tuple(made), text=text)), True, files, None
+    if item.get("content") is None:
+        raise Below(("content",), "a message with no content and no tool calls")
     return (author, text, False, files, None) if text.strip() or files else None
 
 
@@ -237,13 +272,42 @@ def _chat_content(content: object) -> tuple[str, tuple[File, ...]]:
             texts.append(part)
         elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
             texts.append(part["text"])
+        elif isinstance(part, Mapping) and isinstance(part.get("refusal"), str):
+            texts.append(part["refusal"])
         elif isinstance(part, Mapping) and isinstance(part.get("type"), str):
-            kind = part["type"]
-            mime = "image/*" if kind.startswith(("image", "input_image")) else None
-            files.append(File(name=f"{kind}-{k}", mime=mime))
+            files.append(_chat_file(part, k))
         else:
-            raise InputError(f"content[{k}] must be a text or typed part, got {part!r:.80}")
+            raise Below(("content", k), f"must be a text or typed part, got {part!r:.80}")
     return "\n".join(texts), tuple(files)
+
+
+def _chat_file(part: Mapping[str, Any], k: int) -> File:
+    """A part that is not text, as a file keeping its URL (`image_url`), its provider's file id
+    (`file`), or, for data sent inline, its type and size."""
+    kind: str = part["type"]
+    inner = part.get(kind)
+    inner = inner if isinstance(inner, Mapping) else part
+    url = inner.get("url") if isinstance(inner.get("url"), str) else inner.get("file_id")
+    data = inner.get("file_data") or inner.get("data")
+    name = inner.get("filename")
+    mime = "image/*" if kind.startswith(("image", "input_image")) else None
+    size = 0
+    if isinstance(url, str) and url.startswith("data:"):
+        data, url = url, None
+    if isinstance(data, str):
+        header, _, payload = data.rpartition(",")
+        if header.startswith("data:"):
+            mime = header.removeprefix("data:").split(";", 1)[0] or mime
+        size = len(payload) * 3 // 4 - payload.count("=")  # base64's decoded length
+    audio = inner.get("format")
+    if kind == "input_audio" and isinstance(audio, str):
+        mime, name = f"audio/{audio}", f"audio-{k}.{audio}"
+    if not isinstance(name, str) or not name:
+        tail = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] if isinstance(url, str) else ""
+        name = tail if tail and ":" not in tail else f"{kind}-{k}"
+    if isinstance(url, str) and mime == "image/*":
+        mime = mimetypes.guess_type(name)[0] or mime
+    return File(name=name, mime=mime, size=size, url=url if isinstance(url, str) else None)
 
 
 def one_result(result: Return) -> Returns:

@@ -28,7 +28,7 @@ import json
 import re
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
@@ -76,6 +76,14 @@ class Problem:
     """Why it was refused, naming the offending value."""
 
 
+class Below(InputError):
+    """A bad record found below the place being read: `keys` lead from there to it."""
+
+    def __init__(self, keys: tuple[int | str, ...], message: str) -> None:
+        super().__init__(message)
+        self.keys = keys
+
+
 @dataclass(frozen=True, kw_only=True)
 class Parsed:
     """What one file holds: the records to write, in order, and the bad ones."""
@@ -87,6 +95,10 @@ class Parsed:
     """What can be written, in file order."""
     problems: tuple[Problem, ...]
     """What cannot, in file order: one per bad record."""
+    thread: str | None = None
+    """The thread a one-conversation file is read into (its name, or `thread=`)."""
+    titles: Mapping[str, str] = field(default_factory=dict)
+    """The titles the file gives its threads (a ChatGPT conversation's)."""
 
     @property
     def messages(self) -> int:
@@ -99,6 +111,7 @@ class Reader:
     def __init__(self) -> None:
         self.records: list[Record] = []
         self.problems: list[Problem] = []
+        self.titles: dict[str, str] = {}
         self.prefix = ""
         """Put before every place: the part of a zip being read."""
 
@@ -107,6 +120,9 @@ class Reader:
 
     def bad(self, where: str, reason: str) -> None:
         self.problems.append(Problem(where=self.prefix + where, reason=reason))
+
+    def title(self, thread: str, title: str) -> None:
+        self.titles[thread] = title
 
 
 def path_of(*keys: int | str) -> str:
@@ -150,6 +166,7 @@ def read(
             f"{str(path)!r} is {chosen!r}, whose records name their own threads"
         )
     reader = Reader()
+    one = (thread if thread is not None else path.stem) if chosen in ONE_THREAD else None
     if zipped and chosen == "chatgpt":
         for name, part in _export(data, path):
             reader.prefix = f"{name}:"
@@ -158,11 +175,27 @@ def read(
     elif chosen == "jsonl":
         _jsonl(data, reader)
     else:
-        _json(data, chosen, thread if thread is not None else path.stem, reader)
+        _json(data, chosen, one or path.stem, reader)
     _check_ids(reader)
     return Parsed(
-        path=path, format=chosen, records=tuple(reader.records), problems=tuple(reader.problems)
-    )
+        path=path, format=chosen, records=tuple(reader.records), problems=tuple(reader.problems),
+        thread=one, titles=reader.titles,
+    )  # fmt: skip
+
+
+def shared_threads(files: Sequence[Parsed]) -> None:
+    """Refuse one-conversation files that would be read into the same thread: their messages
+    would be taken for one conversation's, and their ids collide."""
+    seen: dict[str, Path] = {}
+    for parsed in files:
+        if parsed.thread is None:
+            continue
+        first = seen.setdefault(parsed.thread, parsed.path)
+        if first != parsed.path:
+            raise ConfigurationError(
+                f"{str(first)!r} and {str(parsed.path)!r} would both be thread "
+                f"{parsed.thread!r}: ingest them one at a time, each with --thread NAME"
+            )
 
 
 def _json(data: bytes, format: Format, thread: str, reader: Reader) -> None:

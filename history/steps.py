@@ -25,6 +25,8 @@ from typing import Any, Literal, cast, get_args
 
 import pydantic_core
 from pydantic_ai.messages import (
+    CachePoint,
+    FileUrl,
     ModelMessage,
     ModelRequest,
     ModelRequestPart,
@@ -34,9 +36,12 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UploadedFile,
+    UserContent,
     UserPromptPart,
 )
 
+from .contract import File
 from .lines import prefix, size
 
 Outcome = Literal["success", "failed", "denied", "interrupted", "retried"]
@@ -276,3 +281,46 @@ def _args(args: object) -> str | dict[str, Any] | None:
 def _jsonable(content: object) -> Any:
     """A tool's result as JSON, as the model is shown it (anything unknown as its text)."""
     return pydantic_core.to_jsonable_python(content, fallback=str)
+
+
+def prompt_content(content: str | Sequence[UserContent]) -> tuple[str, tuple[File, ...]]:
+    """A user prompt's text (its text parts joined by newlines) and its other content as files.
+
+    A file keeps where it is (a URL, or the provider's file id) and is named by what a person
+    would recognise: the identifier it was given, else the name at the end of its URL.
+    """
+    if isinstance(content, str):
+        return content, ()
+    texts: list[str] = []
+    files: list[File] = []
+    for item in content:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, CachePoint):
+            continue
+        elif (text := getattr(item, "content", None)) is not None and isinstance(text, str):
+            texts.append(text)
+        else:
+            files.append(_file(item))
+    return "\n".join(texts), tuple(files)
+
+
+def _file(item: object) -> File:
+    url: str | None = None
+    name = getattr(item, "identifier", None)
+    if isinstance(item, FileUrl):
+        url = item.url
+        tail = url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        given = name != type(item)(url=url).identifier  # not the hash of its URL
+        if not given and tail and ":" not in tail:
+            name = tail
+    elif isinstance(item, UploadedFile):
+        url = item.file_id
+    data = getattr(item, "data", b"")
+    mime = getattr(item, "media_type", None)
+    return File(
+        name=str(name or getattr(item, "kind", "file")),
+        mime=mime if isinstance(mime, str) else None,
+        size=len(data) if isinstance(data, bytes) else 0,
+        url=url if url and not url.startswith("data:") else None,
+    )

@@ -233,7 +233,7 @@ def test_a_chatgpt_export_is_read_along_the_branch_that_was_shown(
                 "c1:a1",
                 "assistant",
                 "",
-                calls([("a1", "python", "price('solo')")]),
+                calls([("a1", "python", {"code": "price('solo')"})]),
                 at(120),
                 True,
                 (),
