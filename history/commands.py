@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .contract import format_at
-from .errors import ConfigurationError, NotFoundError, StoreError
+from .errors import ConfigurationError, StoreError
 from .ingest import FORMATS
 from .options import db_option, json_option, positive
 from .settings import HistorySettings
@@ -64,6 +64,9 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     budgets(ingest)
 
     threads = commands.add_parser("threads", help="every thread with its figures")
+    threads.add_argument(
+        "--match", metavar="TEXT", help="only the threads whose id or title holds TEXT"
+    )
     db(threads)
     json_option(threads)
 
@@ -225,7 +228,7 @@ async def write_files(
     """Check the records against the store, write them with a progress bar, wait for processing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .ingest import conflicts, store_all, strays
+    from .ingest import conflicts, name_threads, store_all, strays
     from .plugin import History
 
     console = err()
@@ -258,6 +261,7 @@ async def write_files(
                 records = tuple(r for r in parsed.records if (parsed.path, r.where) not in bad)
                 good = dataclasses.replace(parsed, records=records)
                 tallies.append(await store_all(history, good, advance=lambda: bars.advance(task)))
+                await name_threads(history.store, good)
             new = sum(t.new for t in tallies)
             work = bars.add_task("summarizing", total=new)
             async with anyio.create_task_group() as group:
@@ -297,15 +301,18 @@ async def _inspect(args: argparse.Namespace) -> int:
         if args.command == "threads":
             names = await store.threads()
             figures = [(await report.snapshot(store, t)).figures for t in names]
+            if args.match is not None:
+                figures = [f for f in figures if report.matches(f, args.match)]
             if args.json:
                 print_json({"store": args.db, "threads": [dataclasses.asdict(f) for f in figures]})
-            elif not names:
-                print(f"no threads in {args.db!r}")
+            elif not figures:
+                matching = f" matching {args.match!r}" if args.match is not None else ""
+                print(f"no threads{matching} in {args.db!r}")
             else:
-                print(f"{len(names)} threads in {args.db}")
+                print(f"{len(figures)} threads in {args.db}")
                 out().print(report.threads_table(figures))
         elif args.command == "show":
-            snap = await report.snapshot(store, args.thread)
+            snap = await report.snapshot(store, await report.resolve(store, args.thread))
             if args.json:
                 print_json(report.show_json(snap))
             else:
@@ -313,10 +320,11 @@ async def _inspect(args: argparse.Namespace) -> int:
         else:
             from .processors.erase import erase
 
-            snap = await report.snapshot(store, args.thread)
-            await erase(store, args.thread)
+            thread = await report.resolve(store, args.thread)
+            snap = await report.snapshot(store, thread)
+            await erase(store, thread)
             f = snap.figures
-            print(f"erased thread {args.thread!r}: {f.messages} messages and {f.nodes} lines")
+            print(f"erased thread {thread!r}: {f.messages} messages and {f.nodes} lines")
     return 0
 
 
@@ -325,25 +333,25 @@ async def _inspect(args: argparse.Namespace) -> int:
 
 async def _read_side(args: argparse.Namespace, settings: HistorySettings) -> int:
     """Read only: what is stored and not yet processed is sent whole, as an agent gets it."""
+    from . import report
     from .plugin import History
     from .view import search, zoom
 
     _must_exist(args.db)
     async with History(settings, store=args.db, process=False) as history:
-        if await history.outline(args.thread) is None:
-            raise NotFoundError(f"no thread {args.thread!r} in {args.db!r}")
+        thread = await report.resolve(history.store, args.thread)
         if args.command == "prompt":
             agent = (
                 (args.agent or None)
                 if args.agent is not None
-                else (await only_agent(history, args.thread))
+                else (await only_agent(history, thread))
             )
-            await print_prompt(history, args.thread, agent=agent, as_json=args.json)
+            await print_prompt(history, thread, agent=agent, as_json=args.json)
         elif args.command == "zoom":
-            opened = await zoom(history, args.thread, args.label, page=args.page)
+            opened = await zoom(history, thread, args.label, page=args.page)
             if args.json:
                 print_json({
-                    "thread": args.thread, "label": opened.label, "level": opened.level,
+                    "thread": thread, "label": opened.label, "level": opened.level,
                     "index": opened.index, "page": opened.page, "pages": opened.pages,
                     "lines": [{"label": n.label, "text": n.text} for n in opened.lines],
                     "message": None if opened.message is None else opened.message.id,
@@ -353,9 +361,9 @@ async def _read_side(args: argparse.Namespace, settings: HistorySettings) -> int
                 sys.stdout.write(f"{opened.text}\n")
         else:
             query = " ".join(args.words)
-            hits = await search(history, args.thread, query, limit=args.limit)
+            hits = await search(history, thread, query, limit=args.limit)
             if args.json:
-                print_json({"thread": args.thread, "query": query, "hits": [
+                print_json({"thread": thread, "query": query, "hits": [
                     {"label": h.label, "level": h.level, "index": h.index, "text": h.text,
                      "at": format_at(h.at), "message": h.message} for h in hits
                 ]})  # fmt: skip

@@ -291,3 +291,15 @@ class Hit:
     """The newest instant the line covers; the message's own."""
     message: str | None
     """The id of the message the hit is on; None for a hit on a line."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class About:
+    """What a store knows of a thread besides its messages: its title and how it was built."""
+
+    thread: str
+    title: str | None = None
+    """A name people know it by (a ChatGPT conversation's title); None when it has none."""
+    settings: str | None = None
+    """The settings its tree and outline were built with, as JSON (`settings.recorded`);
+    None before it is first processed."""

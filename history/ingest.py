@@ -362,6 +362,14 @@ async def strays(store: Store, files: Sequence[Parsed]) -> dict[str, int]:
     return found
 
 
+async def name_threads(store: Store, parsed: Parsed) -> None:
+    """Give the threads a file wrote their titles (a title renamed since is updated)."""
+    written = {r.event.thread for r in parsed.records if isinstance(r.event, Message)}
+    for thread, title in parsed.titles.items():
+        if thread in written:
+            await store.describe(thread, title=title)
+
+
 async def store_all(
     history: History, parsed: Parsed, *, advance: Callable[[], object] = lambda: None
 ) -> Tally:

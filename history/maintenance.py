@@ -25,6 +25,7 @@ import anyio
 
 from .errors import InputError, NotFoundError, RebuildRefused, UnpinnedError
 from .options import db_option, json_option
+from .report import resolve
 
 if TYPE_CHECKING:
     from .carry import Exported
@@ -143,7 +144,7 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
     async with _opened(args.db) as store:
         done = await rebuild(
             store,
-            args.thread,
+            await resolve(store, args.thread),
             settings,
             allow_model_calls=args.allow_model_calls,
             dry_run=args.dry_run,
@@ -165,7 +166,8 @@ def _export(args: argparse.Namespace) -> int:
 
     async def to(out: TextIO) -> Exported:
         async with _opened(args.db) as store:
-            return await export(store, out, args.thread)
+            thread = None if args.thread is None else await resolve(store, args.thread)
+            return await export(store, out, thread)
 
     if args.out == "-":
         try:
@@ -215,10 +217,9 @@ async def _stats(args: argparse.Namespace) -> int:
     from .metering import usage
 
     async with _opened(args.db) as store:
-        if args.thread is not None and await store.outline(args.thread) is None:
-            raise NotFoundError(f"thread {args.thread!r} is not in the store {args.db!r}")
+        thread = None if args.thread is None else await resolve(store, args.thread)
         meter = await usage(
-            store, args.thread, input_price=args.input_price, output_price=args.output_price
+            store, thread, input_price=args.input_price, output_price=args.output_price
         )
     if args.json:
         print(json.dumps(asdict(meter)))

@@ -41,7 +41,7 @@ from .processors.compact import process_one
 from .processors.erase import erase
 from .processors.summarize import Nodes
 from .processors.weight import encoding, weight
-from .settings import HistorySettings
+from .settings import HistorySettings, recorded
 from .store import Store, default_store, open_store
 from .summarizer import Ask, Summarizer, summarizer_for
 
@@ -387,6 +387,8 @@ class History:
             if not batch:
                 self._states[thread] = state
                 return
+            if state.position < 0:  # its first processing: the settings it is built with
+                await self.store.describe(thread, settings=recorded(self.settings))
             recent = self._recent.setdefault(thread, {})
             for stored in batch:
                 recent[stored.message.id] = stored

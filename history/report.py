@@ -6,11 +6,12 @@ decides where they are printed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .contract import Outline, Stored, Summary, format_at
+from .contract import About, Outline, Stored, Summary, format_at
 from .errors import NotFoundError
 from .lines import label, line_of
 from .store import Store
@@ -18,6 +19,7 @@ from .store import Store
 if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.table import Table
+    from rich.text import Text
     from rich.tree import Tree
 
 EVERYTHING = 2**62
@@ -29,6 +31,8 @@ class Figures:
     """One thread at a glance."""
 
     thread: str
+    title: str | None
+    """What people call it (a ChatGPT conversation's title), if it has a name."""
     messages: int
     """Stored messages, shared and steps."""
     pending: int
@@ -55,12 +59,15 @@ class Snapshot:
     nodes: tuple[Summary, ...]
     whole: tuple[Stored, ...]
     """The tail, then any pending message: what an agent is sent whole."""
+    about: About | None = None
+    """Its title and the settings it was built with, when the store has them."""
 
     @property
     def figures(self) -> Figures:
         o, pending = self.outline, len(self.whole) - len(self.outline.tail)
         return Figures(
             thread=o.thread,
+            title=self.about.title if self.about else None,
             messages=o.position + 1 + pending,
             pending=pending,
             nodes=len(self.nodes),
@@ -81,11 +88,44 @@ async def snapshot(store: Store, thread: str) -> Snapshot:
     whole = await store.messages(thread, first, outline.position)
     whole += await store.pending(thread, outline.position, EVERYTHING)
     nodes = await store.summaries(thread)
-    return Snapshot(outline=outline, nodes=tuple(nodes), whole=tuple(whole))
+    about = next(iter(await store.about(thread)), None)
+    return Snapshot(outline=outline, nodes=tuple(nodes), whole=tuple(whole), about=about)
+
+
+async def resolve(store: Store, name: str) -> str:
+    """The thread a name on the command line means: a thread's id, else the one thread whose
+    title it is (case aside), else the one whose title holds it.
+
+    Raises:
+        NotFoundError: no thread has that id or title; or the title is several threads', named
+            with their ids, so that one can be chosen.
+    """
+    if await store.outline(name) is not None:
+        return name
+    known = [about for about in await store.about() if about.title is not None]
+    wanted = name.casefold()
+    found = [a for a in known if a.title is not None and a.title.casefold() == wanted]
+    found = found or [a for a in known if a.title is not None and wanted in a.title.casefold()]
+    if len(found) == 1:
+        return found[0].thread
+    if not found:
+        raise NotFoundError(f"no thread {name!r} in {store.url!r}")
+    listed = "; ".join(f"{a.thread} ({a.title})" for a in found[:10])
+    more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
+    raise NotFoundError(
+        f"{name!r} names {len(found)} threads by their titles: {listed}{more}; give its id"
+    )
+
+
+def matches(figures: Figures, text: str) -> bool:
+    """Whether a thread's id or title holds `text`, case aside (`threads --match`)."""
+    wanted = text.casefold()
+    return wanted in figures.thread.casefold() or wanted in (figures.title or "").casefold()
 
 
 def threads_table(figures: Sequence[Figures]) -> Table:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(
         caption="lines: the tree's nodes, in depth levels; outline: the lines agents are sent, "
@@ -97,9 +137,11 @@ def threads_table(figures: Sequence[Figures]) -> Table:
         table.add_column(name, justify="right")
     for f in figures:
         messages = f"{f.messages}" + (f" ({f.pending} pending)" if f.pending else "")
+        # A title is what a person knows the thread by; its id, under it, is what to type.
+        thread = Text.assemble((f.title, "bold"), "\n", f.thread) if f.title else Text(f.thread)
         table.add_row(
-            f.thread, messages, str(f.nodes), str(f.depth), str(f.lines), str(f.bytes),
-            str(f.tail), str(f.tokens),
+            thread, messages, str(f.nodes), str(f.depth), str(f.lines), str(f.bytes), str(f.tail),
+            str(f.tokens),
         )  # fmt: skip
     return table
 
@@ -116,9 +158,10 @@ def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
     nodes = {(n.level, n.index): n for n in snap.nodes}
     shown = {(level, index) for level, index, _, _ in snap.outline.lines}
     f = snap.figures
+    titled = f" “{f.title}”" if f.title else ""
     root = Tree(
         Text(
-            f"{f.thread}: {f.messages} messages, {f.nodes} lines in {f.depth} levels; "
+            f"{f.thread}{titled}: {f.messages} messages, {f.nodes} lines in {f.depth} levels; "
             f"▶ marks the {f.lines} lines of the outline",
             style="bold",
         )
@@ -187,11 +230,29 @@ def tail_table(snap: Snapshot) -> Table:
     return table
 
 
+def built(snap: Snapshot) -> Text:
+    """The settings the thread was built with, as recorded when it was first processed."""
+    from rich.text import Text
+
+    record = snap.about.settings if snap.about else None
+    if record is None:
+        return Text("built with: not recorded (first processed before settings were kept)")
+    values = json.loads(record)
+    shown = ", ".join(
+        f"{name} {','.join(map(str, value)) if isinstance(value, list) else value}"
+        for name, value in values.items()
+    )
+    return Text(f"built with: {shown}", style="dim")
+
+
 def show(snap: Snapshot, *, depth: int | None = None) -> RenderableType:
     from rich.console import Group
     from rich.text import Text
 
-    return Group(tree(snap, depth=depth), Text(), outline_table(snap), Text(), tail_table(snap))
+    return Group(
+        tree(snap, depth=depth), Text(), built(snap), Text(), outline_table(snap), Text(),
+        tail_table(snap),
+    )  # fmt: skip
 
 
 def show_json(snap: Snapshot) -> dict[str, Any]:
@@ -201,6 +262,8 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
     nodes = {(n.level, n.index): n for n in snap.nodes}
     return {
         "thread": snap.outline.thread,
+        "title": snap.figures.title,
+        "settings": json.loads(snap.about.settings) if snap.about and snap.about.settings else None,
         "figures": asdict(snap.figures),
         "nodes": [
             {"label": n.label, "level": n.level, "index": n.index, "text": n.text,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
@@ -58,6 +59,38 @@ class HistorySettings:
     def with_changes(self, **changes: Any) -> HistorySettings:
         """A copy with some settings changed, validated again."""
         return replace(self, **changes)
+
+
+UNRECORDED = ("model_settings",)
+"""Settings a thread's record leaves out: a provider's options, not how the thread is built."""
+
+
+def recorded(settings: HistorySettings) -> str:
+    """The settings a thread is built with, as the JSON its store keeps (every setting but the
+    model settings: the summarizer's name, the budgets, the encoding)."""
+    return json.dumps(_values(settings), sort_keys=True)
+
+
+def built_with(record: str, settings: HistorySettings) -> HistorySettings:
+    """`settings` with those a thread's record names put back (a setting this version does not
+    have is left out; one the record lacks keeps its value in `settings`)."""
+    known = {f.name for f in fields(HistorySettings)} - set(UNRECORDED)
+    values = {
+        name: tuple(value) if isinstance(value, list) else value
+        for name, value in json.loads(record).items()
+        if name in known
+    }
+    return settings.with_changes(**values)
+
+
+def differences(record: str, settings: HistorySettings) -> dict[str, tuple[object, object]]:
+    """The settings in which `settings` differ from a thread's record: name, (was, given)."""
+    was, given = _values(built_with(record, settings)), _values(settings)
+    return {name: (was[name], given[name]) for name in given if was[name] != given[name]}
+
+
+def _values(settings: HistorySettings) -> dict[str, object]:
+    return {f.name: getattr(settings, f.name) for f in fields(settings) if f.name not in UNRECORDED}
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None, **explicit: Any) -> HistorySettings:

@@ -98,9 +98,9 @@ def test_stats_show_calls_tokens_and_cost_per_thread(
     ("argv", "message"),
     [
         (["stats", "--db", "missing.sqlite"], "no store at 'missing.sqlite'"),
-        (["rebuild", "nope"], "thread 'nope' has no messages"),
-        (["export", "nope", "--out", "x.jsonl"], "thread 'nope' is not in the store"),
-        (["stats", "--thread", "nope"], "thread 'nope' is not in the store"),
+        (["rebuild", "nope"], "no thread 'nope' in 'chat-history.sqlite'"),
+        (["export", "nope", "--out", "x.jsonl"], "no thread 'nope' in 'chat-history.sqlite'"),
+        (["stats", "--thread", "nope"], "no thread 'nope' in 'chat-history.sqlite'"),
         (["load", "absent.jsonl"], "cannot read 'absent.jsonl': No such file"),
         (["load", "bad.jsonl"], "bad.jsonl:1: not a chat-history record"),
     ],

@@ -1,8 +1,9 @@
 """Where the collections live: the `Store` protocol, and opening one by its URL or path.
 
-A store keeps the four collections (`collections/*.sql`): messages, summaries, outlines and
-calls. Writes are short explicit transactions, never held across a model call; the processor's
-commit checks the outline's version, so a concurrent writer (or an erase) makes it redo.
+A store keeps the collections (`collections/*.sql`): messages, summaries, outlines and calls,
+and what a thread is called and was built with. Writes are short explicit transactions, never
+held across a model call; the processor's commit checks the outline's version, so a concurrent
+writer (or an erase) makes it redo.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
-from ..contract import Hit, Message, Outline, Stored, Summary
+from ..contract import About, Hit, Message, Outline, Stored, Summary
 from ..errors import ConfigurationError
 from ..summarizer import Ask
 from .records import Loaded, ThreadRecords
@@ -84,6 +85,18 @@ class Store(Protocol):
 
     async def threads(self) -> list[str]:
         """Every thread with stored messages, sorted."""
+        ...
+
+    async def about(self, thread: str | None = None) -> list[About]:
+        """The title and recorded settings of one thread (none when it has neither), or of
+        every thread that has them, sorted."""
+        ...
+
+    async def describe(
+        self, thread: str, *, title: str | None = None, settings: str | None = None
+    ) -> None:
+        """Give a thread its title, or record the settings it was built with (JSON); a value
+        left None stays as it is. An erase forgets both."""
         ...
 
     async def behind(self) -> list[str]:

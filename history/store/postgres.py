@@ -29,14 +29,21 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import asyncpg
 
-from ..contract import Hit, Message, Outline, Stored, Summary
+from ..contract import About, Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
 from . import records, rows
 from .claims import DRIVER_ERRORS, Claims, quietly, store_error
 from .postgres_records import apply, foreign, thread_records
 from .records import Loaded, ThreadRecords
-from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
+from .rows import (
+    CALL_COLUMNS,
+    MESSAGE_COLUMNS,
+    OUTLINE_COLUMNS,
+    SEARCH_COLUMNS,
+    SUMMARY_COLUMNS,
+    THREAD_COLUMNS,
+)
 
 _SPACES = (
     "SELECT hashtext('chat-history:seq:' || current_schema()), "
@@ -330,6 +337,7 @@ class PostgresStore:
             for table in ("outline", "message", "summary", "call", "search"):
                 status = await db.execute(f"DELETE FROM {table} WHERE thread = $1", thread)
                 erased += int(status.rsplit(" ", 1)[-1])
+            await db.execute("DELETE FROM thread WHERE thread = $1", thread)
         return erased > 0
 
     async def threads(self) -> list[str]:
@@ -338,6 +346,20 @@ class PostgresStore:
             # the outlines name every thread (and far fewer rows than the messages do).
             found = await db.fetch('SELECT thread FROM outline ORDER BY thread COLLATE "C"')
         return [r[0] for r in found]
+
+    async def about(self, thread: str | None = None) -> list[About]:
+        where, args = ("WHERE thread = $1", (thread,)) if thread is not None else ("", ())
+        async with self._read() as db:
+            found = await db.fetch(
+                f'SELECT {THREAD_COLUMNS} FROM thread {where} ORDER BY thread COLLATE "C"', *args
+            )
+        return [rows.about_from_row(_values(r)) for r in found]
+
+    async def describe(
+        self, thread: str, *, title: str | None = None, settings: str | None = None
+    ) -> None:
+        async with self._read() as db:
+            await db.execute(rows.numbered(rows.DESCRIBE), thread, title, settings)
 
     async def behind(self) -> list[str]:
         async with self._read() as db:

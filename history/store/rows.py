@@ -12,7 +12,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from ..contract import Entry, File, Hit, Message, Outline, Stored, Summary, TailItem, format_at
+from ..contract import (
+    About,
+    Entry,
+    File,
+    Hit,
+    Message,
+    Outline,
+    Stored,
+    Summary,
+    TailItem,
+    format_at,
+)
 from ..errors import ConflictError
 from ..lines import label
 from ..summarizer import Ask
@@ -25,6 +36,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0004_call", "call.sql"),
     ("0005_search", "search.sql"),
     ("0010_native", "native.sql"),
+    ("0011_thread", "thread.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 
@@ -32,6 +44,14 @@ MIGRATION_TABLE = (
     "CREATE TABLE IF NOT EXISTS migration (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
 )
 
+THREAD_COLUMNS = "thread, title, settings"
+DESCRIBE = """
+INSERT INTO thread (thread, title, settings) VALUES (?, ?, ?)
+ON CONFLICT (thread) DO UPDATE
+SET title = coalesce(excluded.title, thread.title),
+    settings = coalesce(excluded.settings, thread.settings)
+"""
+"""Give a thread its title, or record its settings: a None leaves the stored value as it is."""
 MESSAGE_COLUMNS = 'id, thread, seq, idx, author, "to", text, at, step, files, weight'
 SUMMARY_COLUMNS = "thread, level, idx, text, bytes, message, at"
 OUTLINE_COLUMNS = (
@@ -85,6 +105,11 @@ def numbered(sql: str) -> str:
     """`a = ?, b = ?` in PostgreSQL's style: `a = $1, b = $2` (the SQL holds no `?` otherwise)."""
     parts = sql.split("?")
     return "".join(f"{part}${k}" for k, part in enumerate(parts[:-1], start=1)) + parts[-1]
+
+
+def about_from_row(row: Sequence[Any]) -> About:
+    thread, title, settings = row
+    return About(thread=thread, title=title, settings=settings)
 
 
 def parse(at: str | None) -> datetime | None:

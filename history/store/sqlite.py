@@ -16,12 +16,19 @@ from typing import Any
 import aiosqlite
 import anyio
 
-from ..contract import Hit, Message, Outline, Stored, Summary
+from ..contract import About, Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
 from . import records, rows
 from .records import Loaded, ThreadRecords
-from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
+from .rows import (
+    CALL_COLUMNS,
+    MESSAGE_COLUMNS,
+    OUTLINE_COLUMNS,
+    SEARCH_COLUMNS,
+    SUMMARY_COLUMNS,
+    THREAD_COLUMNS,
+)
 
 NODES_AT_ONCE = 400
 """Keys per query: SQLite allows 32,766 parameters; far fewer keep each statement small."""
@@ -262,12 +269,27 @@ class SQLiteStore:
             for table in ("message", "summary", "outline", "call", "search"):
                 cursor = await db.execute(f"DELETE FROM {table} WHERE thread = ?", (thread,))
                 erased += max(cursor.rowcount, 0)
+            await db.execute("DELETE FROM thread WHERE thread = ?", (thread,))
         return erased > 0
 
     async def threads(self) -> list[str]:
         async with self._read() as db:
             found = await db.execute_fetchall("SELECT DISTINCT thread FROM message ORDER BY thread")
         return [r[0] for r in found]
+
+    async def about(self, thread: str | None = None) -> list[About]:
+        where, args = ("WHERE thread = ?", (thread,)) if thread is not None else ("", ())
+        async with self._read() as db:
+            found = await db.execute_fetchall(
+                f"SELECT {THREAD_COLUMNS} FROM thread {where} ORDER BY thread", args
+            )
+        return [rows.about_from_row(r) for r in found]
+
+    async def describe(
+        self, thread: str, *, title: str | None = None, settings: str | None = None
+    ) -> None:
+        async with self._read() as db:
+            await db.execute(rows.DESCRIBE, (thread, title, settings))
 
     async def behind(self) -> list[str]:
         async with self._read() as db:
