@@ -66,13 +66,14 @@ def test_threads_and_show_as_json(db: Path, capsys: pytest.CaptureFixture[str]) 
     assert listed == {
         "store": str(db),
         "threads": [
-            {"thread": "t", "messages": 16, "pending": 0, "nodes": 22, "depth": 4, "lines": 12,
-             "bytes": 526, "tail": 4, "tokens": 58},
+            {"thread": "t", "title": None, "messages": 16, "pending": 0, "nodes": 22, "depth": 4,
+             "lines": 12, "bytes": 526, "tail": 4, "tokens": 58},
         ],
     }  # fmt: skip
     shown = as_json(capsys, "show", "t", "--db", db)
     assert isinstance(shown, dict)
-    assert list(shown) == ["thread", "figures", "nodes", "outline", "tail"]
+    assert list(shown) == ["thread", "title", "settings", "figures", "nodes", "outline", "tail"]
+    assert shown["settings"]["tail"] == [40, 80]  # type: ignore[index]
     assert shown["figures"] == listed["threads"][0]  # type: ignore[index]
     assert len(shown["nodes"]) == 22 and len(shown["outline"]) == 12 and len(shown["tail"]) == 4
     assert shown["nodes"][0] == {

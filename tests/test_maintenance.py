@@ -98,9 +98,9 @@ def test_stats_show_calls_tokens_and_cost_per_thread(
     ("argv", "message"),
     [
         (["stats", "--db", "missing.sqlite"], "no store at 'missing.sqlite'"),
-        (["rebuild", "nope"], "no thread 'nope' in 'chat-history.sqlite'"),
-        (["export", "nope", "--out", "x.jsonl"], "no thread 'nope' in 'chat-history.sqlite'"),
-        (["stats", "--thread", "nope"], "no thread 'nope' in 'chat-history.sqlite'"),
+        (["rebuild", "nope"], "no thread 'nope' in 'chat-outline.sqlite'"),
+        (["export", "nope", "--out", "x.jsonl"], "no thread 'nope' in 'chat-outline.sqlite'"),
+        (["stats", "--thread", "nope"], "no thread 'nope' in 'chat-outline.sqlite'"),
         (["load", "absent.jsonl"], "cannot read 'absent.jsonl': No such file"),
         (["load", "bad.jsonl"], "bad.jsonl:1: not a chat-history record"),
     ],
