@@ -23,12 +23,13 @@ import anyio
 from .contract import format_at
 from .errors import ConfigurationError, StoreError
 from .ingest import FORMATS
-from .options import db_option, json_option, positive
+from .options import db_option, given_budgets, json_option, positive, rebuild_option
 from .settings import HistorySettings
 
 if TYPE_CHECKING:  # rich, pydantic-ai and the drivers load in the commands that use them
     from rich.console import Console
 
+    from .budgets import Plan
     from .ingest import Parsed, Problem
     from .plugin import History
     from .store import Store
@@ -62,6 +63,7 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     )
     db(ingest)
     budgets(ingest)
+    rebuild_option(ingest)
 
     threads = commands.add_parser("threads", help="every thread with its figures")
     threads.add_argument(
@@ -85,7 +87,6 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     )
     db(prompt)
     json_option(prompt)
-    budgets(prompt)
 
     zoom = commands.add_parser("zoom", help="open a line into the two under it, or a message")
     zoom.add_argument("thread")
@@ -93,7 +94,6 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     zoom.add_argument("--page", type=positive, default=1, help="the page of a long message (1)")
     db(zoom)
     json_option(zoom)
-    budgets(zoom)
 
     search = commands.add_parser("search", help="the lines and messages that hold some words")
     search.add_argument("thread")
@@ -101,7 +101,6 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     search.add_argument("--limit", type=positive, default=10, help="the most results shown (10)")
     db(search)
     json_option(search)
-    budgets(search)
 
     erase = commands.add_parser("erase", help="delete a thread: its messages, lines and outline")
     erase.add_argument("thread")
@@ -121,7 +120,7 @@ def run(args: argparse.Namespace, settings_of: SettingsOf) -> int:
         _log_to_stderr()
         return run_demo(args, settings_of)
     if args.command in ("prompt", "zoom", "search"):
-        return anyio.run(_read_side, args, settings_of(args))
+        return anyio.run(_read_side, args)
     return int(anyio.run(_inspect, args))
 
 
@@ -195,7 +194,14 @@ def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
     shared_threads(files)
     if not _problems(files, skip=args.skip_bad):
         return 1
-    return anyio.run(write_files, files, settings, args.db, args.skip_bad)
+    return anyio.run(_store_files, files, settings, args)
+
+
+async def _store_files(files: Sequence[Parsed], settings: HistorySettings, args: Any) -> int:
+    from .budgets import plan_run
+
+    plan = await plan_run(args.db, files, settings, given_budgets(args), rebuild=args.rebuild)
+    return await write_files(files, plan, args.db, args.skip_bad)
 
 
 def _problems(files: Sequence[Parsed], *, skip: bool) -> bool:
@@ -223,9 +229,10 @@ def _say(text: str) -> None:
 
 
 async def write_files(
-    files: Sequence[Parsed], settings: HistorySettings, db: str, skip: bool, *, quiet: bool = False
+    files: Sequence[Parsed], plan: Plan, db: str, skip: bool, *, quiet: bool = False
 ) -> int:
-    """Check the records against the store, write them with a progress bar, wait for processing."""
+    """Check the records against the store, write them with a progress bar, wait for processing,
+    then rebuild the threads the plan names (their settings changed by the options given)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .ingest import conflicts, name_threads, store_all, strays
@@ -238,6 +245,7 @@ async def write_files(
         disable=quiet or not console.is_terminal,
     )  # fmt: skip
     total = sum(len(f.records) for f in files)
+    settings = plan.settings
     async with History(settings, store=db) as history:
         with bars:
             task = bars.add_task("checking", total=total)
@@ -275,6 +283,8 @@ async def write_files(
                 await history.wait()
                 group.cancel_scope.cancel()
         threads = len(await history.store.threads())
+    if plan.rebuild:
+        await _rebuild_changed(plan, db)
     if quiet:
         return 0
     for parsed, tally in zip(files, tallies, strict=True):
@@ -289,6 +299,23 @@ async def write_files(
         f"{settings.summarizer!r}"
     )
     return 0
+
+
+async def _rebuild_changed(plan: Plan, db: str) -> None:
+    """Rebuild the threads whose recorded settings the options given change, as told to."""
+    from .rebuild import rebuild
+    from .settings import listed
+
+    async with opened(db) as store:
+        for thread, changed in plan.rebuild.items():
+            done = await rebuild(store, thread, plan.settings, allow_model_calls=True, force=True)
+            was = listed({name: old for name, (old, _) in changed.items()})
+            now = listed({name: new for name, (_, new) in changed.items()})
+            _say(
+                f"rebuilt thread {thread!r} with {now} (it was built with {was}): "
+                f"{done.summaries} lines, {done.replayed} answers replayed, {done.model_calls} "
+                "model calls"
+            )
 
 
 # threads, show, erase
@@ -331,13 +358,17 @@ async def _inspect(args: argparse.Namespace) -> int:
 # prompt, zoom, search: the read side
 
 
-async def _read_side(args: argparse.Namespace, settings: HistorySettings) -> int:
-    """Read only: what is stored and not yet processed is sent whole, as an agent gets it."""
+async def _read_side(args: argparse.Namespace) -> int:
+    """Read only: what is stored and not yet processed is sent whole, as an agent gets it.
+
+    Nothing is summarized, so no budget applies and no summarizer is named: the offline one
+    stands in, never asked."""
     from . import report
     from .plugin import History
     from .view import search, zoom
 
     _must_exist(args.db)
+    settings = HistorySettings(summarizer="echo")
     async with History(settings, store=args.db, process=False) as history:
         thread = await report.resolve(history.store, args.thread)
         if args.command == "prompt":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 
 from .commands import Budgets, SettingsOf, opened, out, print_prompt, write_files
-from .options import positive
+from .options import given_budgets, positive, rebuild_option
 from .settings import TAIL_VARIABLE, HistorySettings
 
 TAIL = (400, 800)
@@ -42,6 +43,7 @@ def register_demo(commands: Any, *, budgets: Budgets) -> None:
     demo.add_argument("--db", help="keep the demo's store in this SQLite file (temporary)")
     demo.add_argument("--depth", type=positive, default=DEPTH, help=f"tree levels drawn ({DEPTH})")
     budgets(demo)
+    rebuild_option(demo)
 
 
 def run_demo(args: argparse.Namespace, settings_of: SettingsOf) -> int:
@@ -53,21 +55,34 @@ def run_demo(args: argparse.Namespace, settings_of: SettingsOf) -> int:
         settings = settings.with_changes(outline=OUTLINE)
     if args.line is None:
         settings = settings.with_changes(line=LINE)
+    given = given_budgets(args)
     if args.db is not None:
-        return anyio.run(show_demo, settings, args.db, args.depth, args.db)
+        return anyio.run(show_demo, settings, args.db, args.depth, args.db, given, args.rebuild)
     with TemporaryDirectory(prefix="chat-outline-demo-") as scratch:
         db = str(Path(scratch) / "demo.sqlite")
         where = "temporary (keep it with --db demo.sqlite)"
-        return anyio.run(show_demo, settings, db, args.depth, where)
+        return anyio.run(show_demo, settings, db, args.depth, where, given, args.rebuild)
 
 
-async def show_demo(settings: HistorySettings, db: str, depth: int, where: str) -> int:
+async def show_demo(
+    settings: HistorySettings,
+    db: str,
+    depth: int,
+    where: str,
+    given: Mapping[str, Any],
+    rebuild: bool,
+) -> int:
+    """Ingest the chat into `db`, then show it. A store where the demo ran before keeps the
+    settings it was built with (options given otherwise are refused, unless `rebuild`)."""
     from . import report
+    from .budgets import plan_run
     from .ingest import read
     from .plugin import History
 
     with resources.as_file(resources.files("history") / "data" / "demo.jsonl") as path:
         parsed = read(path)
+    plan = await plan_run(db, [parsed], settings, given, rebuild=rebuild)
+    settings = plan.settings
     console = out()
     console.rule("chat-outline demo")
     console.print(
@@ -77,7 +92,7 @@ async def show_demo(settings: HistorySettings, db: str, depth: int, where: str) 
         f"{settings.line} bytes, summarized by {settings.summarizer!r}.",
         markup=False,
     )
-    await write_files([parsed], settings, db, False, quiet=True)
+    await write_files([parsed], plan, db, False, quiet=True)
     async with opened(db) as store:
         snap = await report.snapshot(store, THREAD)
     console.print(f"The store: {where}", markup=False)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TextIO
 import anyio
 
 from .errors import InputError, NotFoundError, RebuildRefused, UnpinnedError
-from .options import db_option, json_option
+from .options import db_option, given_budgets, json_option
 from .report import resolve
 
 if TYPE_CHECKING:
@@ -139,12 +139,18 @@ async def _opened(where: str) -> AsyncIterator[Store]:
 
 
 async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
+    """With the settings the thread was built with, but those the options give."""
     from .rebuild import rebuild
+    from .settings import built_with, differences, listed
 
     async with _opened(args.db) as store:
+        thread = await resolve(store, args.thread)
+        record = next((a.settings for a in await store.about(thread) if a.settings), None)
+        if record is not None:
+            settings = built_with(record, settings).with_changes(**given_budgets(args))
         done = await rebuild(
             store,
-            await resolve(store, args.thread),
+            thread,
             settings,
             allow_model_calls=args.allow_model_calls,
             dry_run=args.dry_run,
@@ -152,13 +158,27 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
         )
     verb = "would rebuild" if args.dry_run else "rebuilt"
     calls = "would make" if args.dry_run else "made"
+    changed = differences(record, settings) if record is not None else {}
+    if record is None:
+        how = f"with {listed(_budgets_of(settings))} (no settings were recorded for it)"
+    elif changed:
+        now = listed({name: new for name, (_, new) in changed.items()})
+        was = listed({name: old for name, (old, _) in changed.items()})
+        how = f"with {now} (built with {was})"
+    else:
+        how = "with the settings it was built with"
     print(
-        f"{verb} thread {done.thread!r} from {done.messages} messages: {done.summaries} lines in "
-        f"the tree, {len(done.outline.lines)} in the outline ({done.outline.bytes} bytes); "
-        f"{done.asks} lines asked, {done.replayed} answers replayed, {calls} "
+        f"{verb} thread {done.thread!r} {how} from {done.messages} messages: {done.summaries} "
+        f"lines in the tree, {len(done.outline.lines)} in the outline ({done.outline.bytes} "
+        f"bytes); {done.asks} lines asked, {done.replayed} answers replayed, {calls} "
         f"{done.model_calls} model calls"
     )
     return 0
+
+
+def _budgets_of(settings: HistorySettings) -> dict[str, object]:
+    return {"line": settings.line, "tail": settings.tail, "outline": settings.outline,
+            "kept": settings.kept}  # fmt: skip
 
 
 def _export(args: argparse.Namespace) -> int:

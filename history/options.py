@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from typing import Any
 
 from .errors import ConfigurationError
 from .settings import parse_pair
@@ -71,4 +72,25 @@ def budgets(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kept", type=int, help="newest shared messages always kept whole (4)")
     parser.add_argument(
         "--summarizer", help="echo (default), scripted, or a pydantic-ai model name"
+    )
+
+
+def given_budgets(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings named on the command line: those of its options not left out."""
+    from dataclasses import fields
+
+    from .settings import HistorySettings
+
+    return {
+        f.name: getattr(args, f.name)
+        for f in fields(HistorySettings)
+        if getattr(args, f.name, None) is not None
+    }
+
+
+def rebuild_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="rebuild the threads built with other settings than the ones given",
     )

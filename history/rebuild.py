@@ -23,11 +23,11 @@ from pydantic_ai.models import Model
 
 from .asking import request
 from .contract import Outline, Stored
-from .errors import NotFoundError, RebuildRefused, StoreError, UnpinnedError
+from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .pins import Replay, model_key, pinned
 from .processors.compact import process_one
 from .processors.summarize import Nodes
-from .settings import HistorySettings
+from .settings import HistorySettings, built_with, recorded
 from .store import Store
 from .store.records import ThreadRecords
 from .store.sqlite import SQLiteStore
@@ -74,7 +74,7 @@ class Rebuilt:
 async def rebuild(
     store: Store,
     thread: str,
-    settings: HistorySettings,
+    settings: HistorySettings | None = None,
     *,
     model: Model | Summarizer | None = None,
     allow_model_calls: bool = False,
@@ -87,7 +87,9 @@ async def rebuild(
     Args:
         store: an open store.
         thread: the thread to rebuild.
-        settings: the budgets to rebuild with (and the summarizer whose calls are replayed).
+        settings: the budgets to rebuild with (and the summarizer whose calls are replayed);
+            None for those the thread was built with, as its store recorded them. They are
+            recorded as the thread's settings once the rebuild is written.
         model: the summarizer to use instead of the one `settings` names, as for `History`.
         allow_model_calls: ask the model for lines that no recorded call answers.
         dry_run: only count what the rebuild would do; nothing is written.
@@ -97,6 +99,7 @@ async def rebuild(
 
     Raises:
         NotFoundError: the store holds no message of the thread.
+        ConfigurationError: no `settings` were given and the store has none recorded for it.
         UnpinnedError: the rebuild would call the model and that was not allowed; its `calls`
             says how often. Nothing was changed.
         SummarizerError: a model call failed; nothing was changed.
@@ -108,6 +111,14 @@ async def rebuild(
     original = await store.export_thread(thread)
     if original is None or not original.messages or original.outline is None:
         raise NotFoundError(f"thread {thread!r} has no messages in the store {store.url!r}")
+    if settings is None:
+        record = next((a.settings for a in await store.about(thread) if a.settings), None)
+        if record is None:
+            raise ConfigurationError(
+                f"thread {thread!r} has no recorded settings (it was first processed before "
+                "they were kept): give the settings to rebuild it with"
+            )
+        settings = built_with(record, HistorySettings(summarizer="echo"))
     summarizer: Summarizer | None = None
     if isinstance(model, Model):
         summarizer = summarizer_for(model, settings=settings.model_settings)
@@ -142,13 +153,12 @@ async def rebuild(
     assert result.outline is not None
     lost = original.outline.boundary - result.outline.boundary
     if lost > 0 and not (force or dry_run):
-        # The store keeps no record of the budgets a thread was built with: a rebuild with a
-        # larger tail than it had would quietly throw lines away.
+        # A larger tail than the thread had would quietly throw lines away.
         raise RebuildRefused(
             f"rebuilding thread {thread!r} with these settings would leave {lost} of its "
             f"{original.outline.boundary} summarized messages without a line (a larger tail "
-            "than it was built with?); nothing was changed. Give the budgets it was built "
-            "with, or force it (--force, force=True)"
+            "than it was built with?); nothing was changed. Rebuild it with the settings it "
+            "was built with (leave the options out), or force it (--force, force=True)"
         )
     if not dry_run:
         swapped = replace(
@@ -158,6 +168,7 @@ async def rebuild(
             ),
         )
         await store.load_records([swapped], replace=True)
+        await store.describe(thread, settings=recorded(settings))
     log.info(
         "thread %r: rebuilt from %d messages, %d lines asked, %d replayed, %d model calls%s",
         thread, len(original.messages), len(asks), replay.hits, replay.misses,

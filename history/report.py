@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .contract import About, Outline, Stored, Summary, format_at
 from .errors import NotFoundError
 from .lines import label, line_of
+from .settings import listed
 from .store import Store
 
 if TYPE_CHECKING:
@@ -237,12 +238,7 @@ def built(snap: Snapshot) -> Text:
     record = snap.about.settings if snap.about else None
     if record is None:
         return Text("built with: not recorded (first processed before settings were kept)")
-    values = json.loads(record)
-    shown = ", ".join(
-        f"{name} {','.join(map(str, value)) if isinstance(value, list) else value}"
-        for name, value in values.items()
-    )
-    return Text(f"built with: {shown}", style="dim")
+    return Text(f"built with: {listed(json.loads(record))}", style="dim")
 
 
 def show(snap: Snapshot, *, depth: int | None = None) -> RenderableType:

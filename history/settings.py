@@ -89,6 +89,14 @@ def differences(record: str, settings: HistorySettings) -> dict[str, tuple[objec
     return {name: (was[name], given[name]) for name in given if was[name] != given[name]}
 
 
+def listed(values: Mapping[str, object]) -> str:
+    """Settings as a person reads them: `tail 40,80, kept 2`."""
+    return ", ".join(
+        f"{name} {','.join(map(str, value)) if isinstance(value, tuple | list) else value}"
+        for name, value in values.items()
+    )
+
+
 def _values(settings: HistorySettings) -> dict[str, object]:
     return {f.name: getattr(settings, f.name) for f in fields(settings) if f.name not in UNRECORDED}
 

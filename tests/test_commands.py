@@ -182,7 +182,7 @@ def test_prompt_zoom_and_search_print_what_an_agent_reads(
 
 def test_prompt_reads_without_processing(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = run(capsys, "threads", "--db", db)[1]
-    assert run(capsys, "prompt", "t", "--db", db, "--tail", "1,2")[0] == 0
+    assert run(capsys, "prompt", "t", "--db", db)[0] == 0
     assert run(capsys, "threads", "--db", db)[1] == before
 
 

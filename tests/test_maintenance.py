@@ -68,7 +68,9 @@ def test_a_rebuild_that_needs_the_model_is_refused_unless_allowed(
 ) -> None:
     smaller = ["--db", str(db), "--line", "80", "--tail", "80,240", "--outline", "300,700"]
     status, out, _ = run(capsys, "rebuild", "t", "--dry-run", *smaller)
-    assert status == 0 and out.startswith("would rebuild thread 't' from 150 messages")
+    assert status == 0 and out.startswith(
+        "would rebuild thread 't' with line 80 (built with line 96) from 150 messages"
+    )
     calls = int(out.rsplit("would make ", 1)[1].split()[0])
     assert calls > 0
 

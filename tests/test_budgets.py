@@ -1,0 +1,171 @@
+"""A thread keeps the settings it was built with: recorded, shown, and used until told otherwise."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from history import History, HistorySettings
+from history.cli import main
+from history.errors import ConfigurationError
+from history.rebuild import rebuild
+from history.settings import recorded
+from history.store import open_store
+
+from .conftest import message
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def halves(tmp_path: Path) -> tuple[Path, Path]:
+    """The example chat in two files: its first ten messages, then the last six."""
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(lines[:10]), encoding="utf-8")
+    second.write_text("".join(lines[10:]), encoding="utf-8")
+    return first, second
+
+
+def built(capsys: pytest.CaptureFixture[str], db: Path) -> tuple[Any, Any]:
+    """The thread's recorded settings, and its tree and outline as `show --json` gives them."""
+    code, out, _ = run(capsys, "show", "t", "--db", db, "--json")
+    assert code == 0
+    shown = json.loads(out)
+    return shown["settings"], (shown["nodes"], shown["outline"], shown["tail"])
+
+
+def test_a_thread_records_the_settings_it_is_first_processed_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.sqlite"
+    assert run(capsys, "ingest", EXAMPLE, "--tail", "40,80", "--kept", "2", "--db", db)[0] == 0
+    settings, _ = built(capsys, db)
+    assert {k: settings[k] for k in ("summarizer", "line", "tail", "outline", "kept")} == {
+        "summarizer": "echo", "line": 512, "tail": [40, 80], "outline": [64000, 128000], "kept": 2,
+    }  # fmt: skip
+    out = run(capsys, "show", "t", "--db", db)[1]
+    assert "built with: " in out and "tail 40,80" in out and "kept 2" in out
+
+
+def test_rebuild_defaults_to_the_settings_the_thread_was_built_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.sqlite"
+    assert run(capsys, "ingest", EXAMPLE, "--tail", "40,80", "--db", db)[0] == 0
+    _, before = built(capsys, db)
+    code, out, _ = run(capsys, "rebuild", "t", "--db", db)
+    assert code == 0
+    assert out.startswith("rebuilt thread 't' with the settings it was built with from 16 ")
+    assert out.endswith("made 0 model calls\n")
+    assert built(capsys, db)[1] == before
+    code, out, _ = run(capsys, "rebuild", "t", "--tail", "20,60", "--db", db)
+    assert code == 0
+    assert out.startswith("rebuilt thread 't' with tail 20,60 (built with tail 40,80) from 16 ")
+    assert built(capsys, db)[0]["tail"] == [20, 60]
+    code, out, _ = run(capsys, "rebuild", "t", "--db", db)
+    assert out.startswith("rebuilt thread 't' with the settings it was built with")
+
+
+def test_ingest_continues_a_thread_with_its_own_settings_and_refuses_others_unless_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = halves(tmp_path)
+    db, whole, wider = tmp_path / "h.sqlite", tmp_path / "whole.sqlite", tmp_path / "wider.sqlite"
+    assert run(capsys, "ingest", first, "--tail", "40,80", "--db", db)[0] == 0
+    _, early = built(capsys, db)
+
+    code, out, err = run(capsys, "ingest", second, "--tail", "100,200", "--db", db)
+    assert (code, out) == (2, "")
+    assert err == (
+        "chat-outline: thread 't' was built with tail 40,80, not tail 100,200: its new messages "
+        "would be summarized otherwise than its old ones, whose lines would stay as they are. "
+        "Pass --rebuild to rebuild it with tail 100,200, or leave those options out to keep its "
+        "own; nothing was written\n"
+    )
+    assert built(capsys, db)[1] == early
+
+    # Left out, the options are the thread's own: as if the chat had come in one file.
+    assert run(capsys, "ingest", second, "--db", db)[0] == 0
+    assert run(capsys, "ingest", EXAMPLE, "--tail", "40,80", "--db", whole)[0] == 0
+    assert built(capsys, db) == built(capsys, whole)
+
+    # Told to, it rebuilds the thread with the settings given.
+    code, _, err = run(capsys, "ingest", second, "--tail", "100,200", "--rebuild", "--db", db)
+    assert code == 0
+    assert err.startswith(
+        "chat-outline: rebuilt thread 't' with tail 100,200 (it was built with tail 40,80): "
+    )
+    assert run(capsys, "ingest", EXAMPLE, "--tail", "100,200", "--db", wider)[0] == 0
+    assert built(capsys, db) == built(capsys, wider)
+
+
+def test_the_demo_again_on_its_store_keeps_its_settings_or_rebuilds_when_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "demo.sqlite"
+    assert run(capsys, "demo", "--db", db)[0] == 0
+    code, out, err = run(capsys, "demo", "--db", db, "--tail", "300,900")
+    assert (code, out) == (2, "")
+    assert err.startswith("chat-outline: thread 'launch' was built with tail 400,800, not ")
+    code, out, err = run(capsys, "demo", "--db", db, "--tail", "300,900", "--rebuild")
+    assert code == 0
+    assert "ingested with a tail of 300 to 900 tokens" in out
+    assert "chat-outline: rebuilt thread 'launch' with tail 300,900" in err
+    code, out, _ = run(capsys, "demo", "--db", db)
+    assert code == 0 and "ingested with a tail of 300 to 900 tokens" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["threads"], ["show", "t"], ["prompt", "t"], ["zoom", "t", "0+1"],
+        ["search", "t", "launch"], ["export", "--out", "x.jsonl"], ["stats"],
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("option", [["--tail", "1,2"], ["--summarizer", "openai:gpt-4.1"]])
+def test_read_only_commands_take_no_budget_or_summarizer(
+    argv: list[str], option: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main([*argv, *option])
+    assert refused.value.code == 2
+    assert f"unrecognized arguments: {option[0]}" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_the_plugin_records_a_threads_settings_and_a_rebuild_uses_them(
+    tmp_path: Path,
+) -> None:
+    settings = HistorySettings(summarizer="echo", tail=(30, 60), kept=1)
+    async with History(settings, store=tmp_path / "h.sqlite") as history:
+        for k in range(12):
+            await history.message_created(message(k, f"message number {k} " * 3))
+        await history.wait()
+    store = open_store(tmp_path / "h.sqlite")
+    await store.open()
+    try:
+        (about,) = await store.about("t")
+        assert about.settings == recorded(settings)
+        nodes = await store.summaries("t")
+        assert nodes
+        done = await rebuild(store, "t")
+        assert (done.model_calls, done.written) == (0, True)
+        assert await store.summaries("t") == nodes
+        wider = settings.with_changes(tail=(60, 120))
+        await rebuild(store, "t", wider, force=True)
+        assert [a.settings for a in await store.about("t")] == [recorded(wider)]
+        await store.add(message(0, "a thread processed before settings were kept", thread="u"), 5)
+        await store.outline("u")
+        with pytest.raises(ConfigurationError, match="thread 'u' has no recorded settings"):
+            await rebuild(store, "u")
+    finally:
+        await store.close()
