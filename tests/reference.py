@@ -102,6 +102,8 @@ Version 2 (the cut gap of section 5 step 2, step trees of section 6a):
     appear in no prompt and not in the trace, so the reference has no use for them.
 36. The command line's `--steps none` (any case of "none") turns step trees off; `MIN,MAX`
     otherwise. `--no-cut-gap` turns the gap off.
+37. A NUL character (U+0000) in any string is valid UTF-8, and the checks of section 5.1 name
+    nothing else about a string's characters: it is taken like any other character.
 """
 
 from __future__ import annotations
