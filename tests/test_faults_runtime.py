@@ -48,6 +48,7 @@ from history.worker import serve
 from .chats import trace
 from .conftest import message
 from .stores import postgres_server, postgres_sql
+from .workers import ready, worker
 
 pytestmark = pytest.mark.anyio
 
@@ -165,8 +166,8 @@ async def test_an_always_failing_model_costs_each_line_the_same_bounded_time(
 ) -> None:
     dead = Failing(RuntimeError("401"), name="scripted")
     settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
-    # Pauses of 5, 10, 20 and 40 ms per line; the default max_pause (60 s) must never be reached.
-    history = History(settings, store=tmp_path / "h.sqlite", model=dead, pause=0.005)
+    # Pauses of 2, 4, 8 and 16 ms per line; the default max_pause (60 s) must never be reached.
+    history = History(settings, store=tmp_path / "h.sqlite", model=dead, pause=0.002)
     started = anyio.current_time()
     with anyio.fail_after(60):
         async with history:
@@ -283,6 +284,7 @@ async def test_a_dropped_database_is_a_store_error_and_the_threads_stop_retrying
                     if isinstance(raised.value, StoreGoneError):
                         break
                 assert "was its database or schema dropped?" in str(raised.value)
+                assert "\n" not in str(raised.value)
                 await history.wait()  # the threads stopped: nothing to retry until a restore
 
 
@@ -295,11 +297,15 @@ async def test_a_database_dropped_under_concurrent_writers_raises_only_store_err
             async with history:
 
                 async def writer(k: int) -> None:
-                    for n in range(60):
+                    failed = 0
+                    for n in range(500):
                         try:
                             await history.message_created(message(n, "words " * 9, thread=f"w{k}"))
                         except Exception as exc:  # every kind: what is checked
                             raised.append(exc)
+                            failed += 1
+                            if failed == 10:
+                                return
                         await anyio.sleep(0.002)
 
                 async with anyio.create_task_group() as group:
@@ -332,6 +338,28 @@ async def test_a_worker_exits_with_a_clear_error_when_its_database_is_dropped() 
                 with pytest.raises(StoreGoneError, match="dropped"):
                     await serve(worker, poll=0.01)
         assert worker.counters.processed > 0
+
+
+def test_the_worker_command_exits_with_one_line_when_its_database_is_dropped(
+    tmp_path: Path,
+) -> None:
+    server = postgres_server()
+    name = f"faults_{uuid.uuid4().hex[:12]}"
+    postgres_sql(server, f"CREATE DATABASE {name}")
+    log = tmp_path / "worker.log"
+    try:
+        process = worker(urlunsplit(urlsplit(server)._replace(path=f"/{name}")), log)
+        try:
+            ready(process, log)
+            postgres_sql(server, f"DROP DATABASE {name} WITH (FORCE)")
+            process.communicate(timeout=60)
+        finally:
+            process.kill()
+    finally:
+        postgres_sql(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    assert process.returncode == 2
+    last = log.read_text().splitlines()[-1]
+    assert last.startswith("chat-outline: the PostgreSQL store") and "is gone" in last
 
 
 async def test_the_plugin_recovers_when_its_connections_were_cut() -> None:

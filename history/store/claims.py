@@ -43,13 +43,15 @@ GONE = (
 
 
 def store_error(error: BaseException, url: str) -> StoreError:
-    """A driver error as the store raises it (the one place they are translated)."""
+    """A driver error as the store raises it (the one place they are translated), on one line:
+    the server's DETAIL and HINT lines are left out."""
+    reason = str(error).partition("\n")[0]
     if isinstance(error, GONE):
         return StoreGoneError(
-            f"the PostgreSQL store {url!r} is gone ({error}): was its database or schema "
+            f"the PostgreSQL store {url!r} is gone ({reason}): was its database or schema "
             "dropped? Restore it, or start again on a new one"
         )
-    return StoreError(f"PostgreSQL store {url!r}: {error}")
+    return StoreError(f"PostgreSQL store {url!r}: {reason}")
 
 
 TAKE = "SELECT pg_try_advisory_lock($1, hashtext($2))"

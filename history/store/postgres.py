@@ -108,7 +108,8 @@ class PostgresStore:
         try:
             self._pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=self._size)
         except (*DRIVER_ERRORS, ValueError) as exc:
-            raise StoreError(f"cannot open the PostgreSQL store {self.url!r}: {exc}") from exc
+            reason = str(exc).partition("\n")[0]  # without the server's DETAIL and HINT
+            raise StoreError(f"cannot open the PostgreSQL store {self.url!r}: {reason}") from exc
         try:
             claim_space = await self._migrate()
         except BaseException:
