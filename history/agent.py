@@ -14,9 +14,11 @@ first, so the view holds them and the chat keeps being recorded. The agent also 
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -40,12 +42,16 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from .contract import File, Message
 from .errors import NotFoundError
+from .lines import size
 from .plugin import History
 from .steps import Returns, encode, prompt_content, request_steps, response_step, response_text
 from .view import BLOCK_LINES, PAGE, Run, build
 from .zoom import search, zoom
 
 log = logging.getLogger(__name__)
+
+RECALL = frozenset({"zoom", "search_history"})
+"""The tools that read the thread's own history: their results are recall (see `recalled`)."""
 
 INSTRUCTIONS = """\
 The conversation so far comes first as an outline of its older part, one entry per line as \
@@ -190,21 +196,21 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
     async def _record(self, ctx: RunContext[AgentDepsT], messages: Sequence[ModelMessage]) -> None:
         for message in messages:
             if isinstance(message, ModelResponse):
+                native = _native(message)
                 calls = response_step(message)
                 if calls is not None:
-                    said = encode(calls)
-                    await self._add(
-                        ctx, said, message.timestamp, step=True, native=_native(message)
-                    )
+                    await self._add(ctx, encode(calls), message.timestamp, step=True, native=native)
                 elif text := response_text(message):
-                    await self._add(ctx, text, message.timestamp, native=_native(message))
+                    await self._add(ctx, text, message.timestamp, native=native)
                 continue
             results = [p for p in message.parts if isinstance(p, ToolReturnPart)]
             for found in request_steps(message.parts):
-                native = None
+                sent = None
                 if isinstance(found, Returns):  # sent as it was, with the call ids
-                    native = _native(ModelRequest(parts=results, run_id=message.run_id))
-                await self._add(ctx, encode(found), message.timestamp, step=True, native=native)
+                    sent = _native(ModelRequest(parts=results, run_id=message.run_id))
+                    if self.tools:
+                        found = recalled(found)
+                await self._add(ctx, encode(found), message.timestamp, step=True, native=sent)
             if not self.record_prompt:
                 continue
             for part in message.parts:
@@ -235,6 +241,27 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             text=text, at=at or datetime.now(UTC), step=step, files=files,
         )  # fmt: skip
         await self.history.message_created(message, native=native)
+
+
+def recalled(step: Returns) -> Returns:
+    """A step of results with what `zoom` and `search_history` found as a note of its size.
+
+    What they return is the thread's own history: the agent is sent it whole while the step is
+    in the tail (its native form), but the thread weighs and keeps only the note, so a recall
+    neither pushes the tail into a cut nor is summarized again as if it were new.
+    """
+    return Returns(
+        returns=tuple(
+            replace(r, content=f"[recalled {size(_text(r.content))} bytes]")
+            if r.name in RECALL and r.outcome == "success"
+            else r
+            for r in step.returns
+        )
+    )
+
+
+def _text(content: object) -> str:
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
 def _native(message: ModelMessage) -> str:

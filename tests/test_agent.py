@@ -81,13 +81,15 @@ async def test_the_model_sees_exactly_the_view_and_the_run_is_recorded(
     assert prompt_text(seen[0]).endswith("[user]\nAna → north: What did we plan?\n")
     zoomed = "0+1|Ana → north: Plan the launch\n1+1|north → Ana: ok"
     zoom_call = Call(id="z1", name="zoom", args={"label": "0+2"})
+    note = f"[recalled {len(zoomed.encode())} bytes]"
     assert [(s.message.author, s.message.step, s.message.text) for s in recorded] == [
         ("Ana", False, "What did we plan?"),
         ("north", True, encode(Calls(calls=(zoom_call,), text="Let me look."))),
-        ("north", True, encode(Returns(returns=(Return(id="z1", name="zoom", content=zoomed),)))),
+        # What the zoom found is the thread's own history: the thread keeps a note of its size.
+        ("north", True, encode(Returns(returns=(Return(id="z1", name="zoom", content=note),)))),
         ("north", False, "We planned the launch."),
     ]
-    # The next run reads the same turn back from the thread: tool parts and all.
+    # The next run reads the same turn back from the thread, as it was sent: tool parts and all.
     assert sent_form(after)[-3:] == [
         ("response", (("text", "Let me look."), ("tool-call", "zoom", {"label": "0+2"}, "z1"))),
         ("request", (("tool-return", "zoom", zoomed, "z1", "success"),)),
@@ -196,3 +198,29 @@ async def test_the_agent_searches_its_thread(open_history: Opener) -> None:
     assert prompt_text(seen[1]).endswith(
         "[tool return s] search_history\n2+1|Ana → north: We need a trailer\n"
     )
+
+
+async def test_a_recall_is_sent_whole_but_weighs_as_a_note(open_history: Opener) -> None:
+    long = " ".join(f"word{k}" for k in range(500))
+    zoomed: list[str] = []
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1].parts[-1]
+        if isinstance(last, ToolReturnPart):
+            zoomed.append(last.model_response_str())
+            return ModelResponse(parts=[TextPart("It was long.")])
+        return ModelResponse(parts=[ToolCallPart("zoom", {"label": "0+1"}, tool_call_id="z")])
+
+    async with open_history(summarizer="echo", tail=(300, 600), kept=2) as run:
+        await run.send(*exchange([long, *[f"item {k}" for k in range(10)]]))
+        before = await run.history.outline("t")
+        seen = await run_once(run, script)
+        after = await run.history.outline("t")
+        recorded = await run.history.store.pending("t", 21, 100)
+    assert before is not None and after is not None
+    assert zoomed and long in zoomed[0]  # the agent read the message whole
+    assert long in prompt_text(seen[1])
+    [result] = [s for s in recorded if isinstance(decode(s.message.text), Returns)]
+    assert result.weight < 50  # a 3,890-byte recall weighs as its note
+    # The run fits in the tail: no cut, the outline is as it was.
+    assert (after.cut_at, after.lines) == (before.cut_at, before.lines)
