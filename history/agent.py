@@ -27,9 +27,11 @@ from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.messages import (
     CachePoint,
+    CompactionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
+    ModelRequestPart,
     ModelResponse,
     SystemPromptPart,
     ToolReturnPart,
@@ -37,6 +39,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.run import AgentRunResult
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import AgentDepsT, Tool
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
@@ -50,6 +53,15 @@ from .zoom import search, zoom
 
 log = logging.getLogger(__name__)
 
+MAX_MARKS = 4
+"""Cache marks a request may carry: Anthropic's limit (and Bedrock's), the lowest there is."""
+CACHE_SETTINGS = (
+    "anthropic_cache",
+    "anthropic_cache_instructions",
+    "anthropic_cache_tool_definitions",
+    "anthropic_cache_messages",
+)
+"""pydantic-ai's settings that place a mark each."""
 RECALL = frozenset({"zoom", "search_history"})
 """The tools that read the thread's own history: their results are recall (see `recalled`)."""
 
@@ -149,12 +161,18 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
     async def prepare_model_request(
         self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        """Leave out the cache marks for a model that does not take them."""
+        """Keep the outline's cache marks within what the model takes, the first first.
+
+        None for a model that does not take them; otherwise as many as the provider's limit
+        leaves after the marks the app's own cache settings place (instructions, tool
+        definitions, the conversation's end), so the provider never has to drop one: the mark
+        after the outline's full blocks, which holds from one fold to the next, goes last.
+        """
         marks = self.cache_point
         if marks is None:
             marks = bool(request_context.model.profile.get("supports_cache", False))
-        if not marks:
-            request_context.messages = [_unmarked(m) for m in request_context.messages]
+        room = MAX_MARKS - _marks_taken(request_context.model_settings) if marks else 0
+        request_context.messages = [_unmarked(m, room) for m in request_context.messages]
         return request_context
 
     async def after_run(
@@ -269,18 +287,37 @@ def _native(message: ModelMessage) -> str:
     return ModelMessagesTypeAdapter.dump_json([message]).decode()
 
 
-def _unmarked(message: ModelMessage) -> ModelMessage:
-    if not isinstance(message, ModelRequest):
+def _marks_taken(settings: ModelSettings | None) -> int:
+    """How many cache marks the app's own settings place (pydantic-ai's Anthropic settings, or
+    the unified `cache`, which marks the instructions, the tools and the conversation)."""
+    given: dict[str, object] = dict(settings or {})
+    own = [given.get(key) for key in CACHE_SETTINGS]
+    if any(key in given for key in CACHE_SETTINGS):
+        return sum(1 for value in own if value)
+    return 3 if given.get("cache") else 0
+
+
+def _unmarked(message: ModelMessage, room: int) -> ModelMessage:
+    """The message with its outline marks beyond the first `room` left out."""
+    if not isinstance(message, ModelRequest) or not any(
+        isinstance(p, CompactionPart) for p in message.parts
+    ):
         return message
-    parts = [
-        p
-        for p in message.parts
-        if not (
-            isinstance(p, UserPromptPart)
-            and not isinstance(p.content, str)
-            and all(isinstance(i, CachePoint) for i in p.content)
-        )
-    ]
+    parts: list[ModelRequestPart] = []
+    for p in message.parts:
+        if _mark(p):
+            if room <= 0:
+                continue
+            room -= 1
+        parts.append(p)
     if len(parts) == len(message.parts):
         return message
-    return ModelRequest(parts=parts, timestamp=message.timestamp, instructions=message.instructions)
+    return replace(message, parts=parts)
+
+
+def _mark(part: ModelRequestPart) -> bool:
+    return (
+        isinstance(part, UserPromptPart)
+        and not isinstance(part.content, str)
+        and all(isinstance(i, CachePoint) for i in part.content)
+    )

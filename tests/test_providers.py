@@ -137,3 +137,46 @@ def test_a_request_is_measured_against_its_providers_minimum() -> None:
     assert (measured.marks, measured.max_marks) == (1, 4)
     assert (measured.cached, measured.tokens, measured.reaches) == (1_104, 1_107, True)
     assert not measure("anthropic:claude-opus-4-5", body).reaches
+
+
+def marked_texts(body: dict[str, Any]) -> list[str]:
+    """The text of every block of an Anthropic body that carries a cache mark, in order (the
+    automatic mark, which the server places at the end, first)."""
+    found = ["automatic"] if "cache_control" in body else []
+    found += [str(t) for t in body.get("tools", []) if "cache_control" in t]
+    system = body.get("system")
+    found += [b["text"] for b in system if "cache_control" in b] if isinstance(system, list) else []
+    for item in items(body):
+        for block in item["content"] if isinstance(item["content"], list) else ():
+            if "cache_control" in block:
+                found.append(str(block.get("text", block)))
+    return found
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"anthropic_cache_instructions": True},
+        {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True},
+        {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True,
+         "anthropic_cache_messages": True},
+        {"cache": True},
+    ],
+)  # fmt: skip
+async def test_anthropic_marks_stay_within_four_the_full_blocks_mark_first(
+    open_history: Opener, settings: dict[str, Any]
+) -> None:
+    async with open_history(summarizer="echo", tail=(30, 60), kept=2) as run:
+        await run.send(*exchange([f"item {k}" for k in range(12)]))
+        model, wire = recording_model("anthropic:claude-sonnet-4-5")
+        hook = ThreadHistory(run.history, "t", agent="north", user="Ana", block_lines=16)
+        agent = Agent(model, capabilities=[hook], model_settings=settings)  # type: ignore[arg-type]
+        await agent.run("Where are we?")
+        outline = await run.history.outline("t")
+    assert outline is not None and 16 < len(outline.lines) < 32  # a full block, a partial one
+    marked = marked_texts(wire.bodies[0])
+    others = sum(bool(v) for v in settings.values()) * (3 if "cache" in settings else 1)
+    assert len(marked) == min(others + 2, 4)
+    outline_marks = [m for m in marked if "+1|" in m]
+    assert outline_marks and "\n0+1|" in outline_marks[0]  # the full block's mark is kept
