@@ -88,6 +88,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         max_age: timedelta | None = None,
         cache_point: bool | None = None,
         page: int = PAGE,
+        record: bool = True,
     ) -> None:
         """Bind an agent to `thread`.
 
@@ -104,6 +105,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             cache_point: mark the outline for the provider's prompt cache; None marks it where
                 the serving model supports cache points.
             page: a message over this many bytes is sent as its head, with a note to zoom.
+            record: False to read only: nothing of the run is recorded (`render_view` runs a
+                model this way to show what it is sent).
         """
         super().__init__(processor=self._process)
         self.history, self.thread = history, thread
@@ -111,6 +114,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         self.block_lines, self.max_age, self.cache_point, self.page = (
             block_lines, max_age, cache_point, page,
         )  # fmt: skip
+        self.record = record
         self._sent: list[ModelMessage] | None = None
         self._system: list[SystemPromptPart] = []
         self._recorded: list[str] = []
@@ -120,7 +124,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         return ThreadHistory(
             self.history, self.thread, agent=self.agent, user=self.user,
             record_prompt=self.record_prompt, tools=self.tools, block_lines=self.block_lines,
-            max_age=self.max_age, cache_point=self.cache_point, page=self.page,
+            max_age=self.max_age, cache_point=self.cache_point, page=self.page, record=self.record,
         )  # fmt: skip
 
     def get_instructions(self) -> str | None:
@@ -200,6 +204,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             since=since, cache_point=True, page=self.page,
             run=Run(id=ctx.run_id, recorded=frozenset(self._recorded)) if ctx.run_id else None,
         )  # fmt: skip
+        if not self.record:  # read only: the prompt as it would have been recorded
+            sent += [ModelRequest(parts=list(_unrecorded(new, self.user, self.agent)))]
         if not sent:
             sent = list(messages)  # nothing recorded yet: the run's own messages
         elif self._system:
@@ -212,6 +218,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         return list(sent)
 
     async def _record(self, ctx: RunContext[AgentDepsT], messages: Sequence[ModelMessage]) -> None:
+        if not self.record:
+            return
         for message in messages:
             if isinstance(message, ModelResponse):
                 native = _native(message)
@@ -285,6 +293,16 @@ def _text(content: object) -> str:
 def _native(message: ModelMessage) -> str:
     """A message as pydantic-ai serializes it: what its provider needs to continue from it."""
     return ModelMessagesTypeAdapter.dump_json([message]).decode()
+
+
+def _unrecorded(messages: Sequence[ModelMessage], user: str, agent: str) -> list[UserPromptPart]:
+    """The prompts of `messages` as the view sends them once recorded."""
+    parts = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts]
+    return [
+        UserPromptPart(f"{user} → {agent}: {prompt_content(p.content)[0]}", timestamp=p.timestamp)
+        for p in parts
+        if isinstance(p, UserPromptPart)
+    ]
 
 
 def _marks_taken(settings: ModelSettings | None) -> int:

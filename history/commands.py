@@ -85,6 +85,12 @@ def register(commands: Any, *, budgets: Budgets) -> None:
         help="whose view: its messages are its own turns (by default the thread's agent, when it "
         "has one; '' for nobody's)",
     )
+    prompt.add_argument(
+        "--model",
+        help="also show the request this model's provider would receive (openai:gpt-5.6, "
+        "openai-chat:gpt-4.1-mini, anthropic:claude-sonnet-4-5), recorded offline: its JSON "
+        "body on stdout, its tokens, cache marks and cached prefix on stderr",
+    )
     db(prompt)
     json_option(prompt)
 
@@ -377,7 +383,7 @@ async def _read_side(args: argparse.Namespace) -> int:
                 if args.agent is not None
                 else (await only_agent(history, thread))
             )
-            await print_prompt(history, thread, agent=agent, as_json=args.json)
+            await print_prompt(history, thread, agent=agent, as_json=args.json, model=args.model)
         elif args.command == "zoom":
             opened = await zoom(history, thread, args.label, page=args.page)
             if args.json:
@@ -423,15 +429,37 @@ async def only_agent(history: History, thread: str) -> str | None:
 
 
 async def print_prompt(
-    history: History, thread: str, *, agent: str | None, as_json: bool = False
+    history: History,
+    thread: str,
+    *,
+    agent: str | None,
+    as_json: bool = False,
+    model: str | None = None,
 ) -> None:
-    """The prompt on stdout exactly as sent; its size on stderr, so a pipe gets the prompt only."""
+    """The prompt on stdout exactly as sent; its size on stderr, so a pipe gets the prompt only.
+
+    With `model`, the request body that model's provider would receive instead, and its figures.
+    """
     from .view import render_view
 
-    result = await render_view(history, thread, agent=agent)
+    result = await render_view(history, thread, agent=agent, model=model)
+    request = result.request
     if as_json:
-        print_json({"thread": thread, "agent": agent, "text": result.text,
-                    "tokens": result.tokens, "bytes": result.bytes})  # fmt: skip
+        shown: dict[str, object] = {"thread": thread, "agent": agent, "text": result.text,
+                                    "tokens": result.tokens, "bytes": result.bytes}  # fmt: skip
+        if request is not None:
+            m = request.measured
+            shown["request"] = {
+                "model": m.model, "tokens": m.tokens, "bytes": m.bytes, "marks": m.marks,
+                "max_marks": m.max_marks, "cached": m.cached, "minimum": m.minimum,
+                "reaches": m.reaches, "body": request.body,
+            }  # fmt: skip
+        print_json(shown)
+        return
+    if request is not None:
+        sys.stdout.write(json.dumps(request.body, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.flush()
+        print(request.measured.summary(), file=sys.stderr)
         return
     sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
     sys.stdout.flush()

@@ -27,10 +27,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx2
+from pydantic_ai import Agent
+from pydantic_ai.messages import CompactionPart
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
+from .agent import ThreadHistory
 from .errors import ConfigurationError
+from .plugin import History
 from .processors.weight import tokens
+from .view import BLOCK_LINES, view
 
 Kind = Literal["openai-chat", "openai-responses", "anthropic"]
 KINDS: dict[str, Kind] = {
@@ -142,8 +148,8 @@ class Measured:
     """`cache_control` marks (Anthropic); OpenAI takes none."""
     max_marks: int
     cached: int
-    """Tokens of the prefix up to the last mark (Anthropic), or the prefix the outline ends
-    (OpenAI caches what repeats): what a provider can serve from its cache."""
+    """Tokens of the prefix up to the last mark (Anthropic), or up to the outline's end (OpenAI
+    caches the longest prefix it has seen; this one holds until the next cut)."""
     minimum: int
     """The fewest tokens the provider caches."""
 
@@ -156,6 +162,8 @@ class Measured:
         """One line for the command line and the README."""
         verdict = "cached" if self.reaches else f"too short to cache (minimum {self.minimum:,})"
         marks = f"{self.marks} of {self.max_marks} cache marks" if self.max_marks else "no marks"
+        if not self.cached:
+            verdict = "nothing to cache"
         return (
             f"{self.model}: {self.tokens:,} tokens ({self.bytes:,} bytes); {marks}; "
             f"prefix to cache {self.cached:,} tokens: {verdict}"
@@ -163,15 +171,19 @@ class Measured:
 
 
 def measure(
-    model: str, body: dict[str, Any], *, stable: int | None = None, encoding: str = "cl100k_base"
+    model: str,
+    body: dict[str, Any],
+    *,
+    outline_end: str | None = None,
+    encoding: str = "cl100k_base",
 ) -> Measured:
     """Size a recorded request body of `model`'s provider.
 
     Args:
         model: the `provider:name` the body was recorded for.
         body: the JSON body.
-        stable: for OpenAI, which caches without marks: how many of the body's messages (or
-            input items) form the prefix that repeats (the outline); None for all.
+        outline_end: for OpenAI, which caches without marks: the outline's last line, where
+            the prefix that holds until the next cut ends; None when there is no outline.
         encoding: the tiktoken encoding to count with.
     """
     kind, _ = split(model)
@@ -179,7 +191,8 @@ def measure(
     if kind == "anthropic":
         upto = max((k + 1 for k, (_, marked) in enumerate(content) if marked), default=0)
     else:
-        upto = len(content) if stable is None else _items_before(kind, body, stable)
+        ends = [k + 1 for k, (text, _) in enumerate(content) if outline_end and outline_end in text]
+        upto = max(ends, default=0)
     counts = [tokens(text, encoding) for text, _ in content]  # by piece: prefixes add up
     return Measured(
         model=model,
@@ -212,14 +225,6 @@ def _content(kind: Kind, body: dict[str, Any]) -> Iterator[tuple[str, bool]]:
                 yield _text(block), marked
         else:
             yield _text(item), False
-
-
-def _items_before(kind: Kind, body: dict[str, Any], stable: int) -> int:
-    """How many pieces of `_content` come before the `stable`-th message or input item."""
-    head = {k: v for k, v in body.items() if k not in ("messages", "input")}
-    key = "messages" if kind == "openai-chat" else "input"
-    head[key] = body.get(key, [])[:stable]
-    return len(list(_content(kind, head)))
 
 
 def _text(value: object) -> str:
@@ -342,3 +347,45 @@ _REPLIES: dict[Kind, Callable[[Reply, int, str], dict[str, Any]]] = {
     "openai-responses": _responses,
     "anthropic": _anthropic,
 }
+
+
+NEXT = "(the next message)"
+"""What stands for the user's next message in a request shown before it is written."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sent:
+    """A request as a provider would receive it."""
+
+    body: dict[str, Any]
+    """The JSON body, as sent."""
+    measured: Measured
+
+
+async def provider_request(
+    history: History,
+    thread: str,
+    model: str,
+    *,
+    agent: str = "assistant",
+    user: str = "user",
+    block_lines: int = BLOCK_LINES,
+    settings: ModelSettings | None = None,
+) -> Sent:
+    """What `model`'s provider would receive from `agent` of `thread` at its next turn.
+
+    The agent runs once through `ThreadHistory` on pydantic-ai's own model class, offline
+    (`recording_model`), reading only: nothing is recorded. The user's next message is `NEXT`.
+    `settings` are the model settings the app runs with (its cache settings change the marks).
+    """
+    llm, wire = recording_model(model)
+    hook: ThreadHistory[None] = ThreadHistory(
+        history, thread, agent=agent, user=user, block_lines=block_lines, record=False
+    )
+    await Agent(llm, capabilities=[hook], model_settings=settings).run(NEXT)
+    outline = [p.content for m in await view(history, thread, agent=agent, block_lines=block_lines)
+               for p in m.parts if isinstance(p, CompactionPart)]  # fmt: skip
+    end = (outline[-1] or "").rsplit("\n", 1)[-1] if outline else None
+    body = wire.bodies[0]
+    measured = measure(model, body, outline_end=end, encoding=history.settings.encoding)
+    return Sent(body=body, measured=measured)

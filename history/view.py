@@ -24,6 +24,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import (
     CachePoint,
@@ -49,6 +50,9 @@ from .plugin import History
 from .processors.weight import tokens
 from .steps import Calls, Returns, Step, cut_text, decode, paired_calls, step_messages
 from .zoom import PAGE, Zoom, search, zoom
+
+if TYPE_CHECKING:
+    from .providers import Sent
 
 __all__ = (
     "PAGE",
@@ -78,6 +82,8 @@ class Rendered:
     """Its tokens, with the thread's tokenizer."""
     bytes: int
     """Its size in UTF-8 bytes."""
+    request: Sent | None = None
+    """The request a named provider would receive (`render_view`'s `model`)."""
 
 
 async def view(
@@ -115,11 +121,28 @@ async def render_view(
     agent: str | None = None,
     block_lines: int = BLOCK_LINES,
     since: datetime | None = None,
+    model: str | None = None,
 ) -> Rendered:
-    """The view as plain text, with its tokens and bytes."""
+    """The view as plain text, with its tokens and bytes.
+
+    With `model` (`"openai:gpt-5.6"`, `"anthropic:claude-sonnet-4-5"`, `"openai-chat:..."`), also
+    the request that model's provider would receive from the agent at its next turn, sized, as
+    `history.providers.provider_request` records it offline (the whole view: `since` narrows
+    the text only).
+    """
     messages = await view(history, thread, agent=agent, block_lines=block_lines, since=since)
     text = prompt_text(messages)
-    return Rendered(text=text, tokens=tokens(text, history.settings.encoding), bytes=size(text))
+    request = None
+    if model is not None:
+        from .providers import provider_request  # it runs an agent, which reads this module
+
+        request = await provider_request(
+            history, thread, model, agent=agent or "assistant", block_lines=block_lines
+        )
+    return Rendered(
+        text=text, tokens=tokens(text, history.settings.encoding), bytes=size(text),
+        request=request,
+    )  # fmt: skip
 
 
 async def build(

@@ -9,20 +9,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-from history import ThreadHistory
-from history.providers import Reply, Wire, measure, minimum_cacheable, recording_model, split
+from history import ThreadHistory, render_view
+from history.cli import main
+from history.providers import (
+    NEXT,
+    Reply,
+    Wire,
+    measure,
+    minimum_cacheable,
+    recording_model,
+    split,
+)
 
 from .conftest import exchange
 
 pytestmark = pytest.mark.anyio
 
 Opener = Callable[..., Any]
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
 MODELS = ("openai-chat:gpt-4.1-mini", "openai:gpt-5.6", "anthropic:claude-sonnet-4-5")
 TOOL_TURN = [
     Reply(thinking="Look at the start.", call=("zoom", {"label": "0+2"})),
@@ -180,3 +191,48 @@ async def test_anthropic_marks_stay_within_four_the_full_blocks_mark_first(
     assert len(marked) == min(others + 2, 4)
     outline_marks = [m for m in marked if "+1|" in m]
     assert outline_marks and "\n0+1|" in outline_marks[0]  # the full block's mark is kept
+
+
+async def test_render_view_shows_what_a_named_provider_receives_and_records_nothing(
+    open_history: Opener,
+) -> None:
+    async with open_history(summarizer="echo", tail=(60, 260), kept=2) as run:
+        await run.send(*exchange(["Plan the launch", *[f"item {k}" for k in range(13)]]))
+        before = await run.history.store.pending("t", -1, 1_000)
+        shown = await render_view(
+            run.history, "t", agent="north", model="anthropic:claude-sonnet-4-5"
+        )
+        after = await run.history.store.pending("t", -1, 1_000)
+        openai = await render_view(run.history, "t", agent="north", model="openai:gpt-5.6")
+    assert after == before  # read only
+    request = shown.request
+    assert request is not None and openai.request is not None
+    m = request.measured
+    assert m == measure(m.model, request.body)  # the figures are the recorded body's
+    assert (m.marks, m.max_marks, m.minimum) == (1, 4, 1_024)
+    # The request carries more than the view: instructions, tool definitions, the framing.
+    assert shown.tokens < m.tokens and 0 < m.cached < m.tokens and not m.reaches
+    last = items(request.body)[-1]["content"][-1]["text"]
+    assert last == f"user → north: {NEXT}"
+    assert "0+1|Ana → north: Plan the launch" in json.dumps(
+        items(request.body)[0], ensure_ascii=False
+    )
+    # OpenAI takes no marks: its cached prefix ends with the outline.
+    o = openai.request.measured
+    assert (o.marks, o.max_marks) == (0, 0) and 0 < o.cached < o.tokens
+
+
+def test_the_prompt_command_prints_the_providers_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.sqlite"
+    assert main(["ingest", str(EXAMPLE), "--tail", "40,80", "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["prompt", "t", "--db", str(db), "--model", "anthropic:claude-sonnet-4-5"]) == 0
+    out, err = capsys.readouterr()
+    body = json.loads(out)
+    measured = measure("anthropic:claude-sonnet-4-5", body)
+    assert err == measured.summary() + "\n"
+    assert err.startswith("anthropic:claude-sonnet-4-5: ") and "1 of 4 cache marks" in err
+    assert main(["prompt", "t", "--db", str(db), "--model", "nope:x"]) == 2
+    assert "unknown model 'nope:x'" in capsys.readouterr().err
