@@ -4,8 +4,10 @@
     HISTORY_TAIL=40,80 python examples/chat.py           # a small tail, to see it cut
     python examples/chat.py --model openai:gpt-4.1-mini  # a real model (its key in the env)
 
-Commands: `/prompt` shows what the agent is sent, `/tree` the summary tree, `/zoom LABEL` opens
-a line, `/search WORDS` finds lines and messages, `/quit` (or end of input) leaves.
+Commands: `/prompt` shows what the agent is sent (`/prompt anthropic:claude-sonnet-4-5` also
+sizes the request that provider would receive, offline), `/tree` the summary tree,
+`/zoom LABEL` opens a line, `/search WORDS` finds lines and messages, `/quit` (or end of input)
+leaves.
 """
 
 from __future__ import annotations
@@ -67,9 +69,11 @@ async def command(history: History, thread: str, agent: str, line: str) -> None:
     name, _, rest = line.partition(" ")
     await history.wait()  # show the thread once what was said is processed
     if name == "/prompt":
-        rendered = await render_view(history, thread, agent=agent)
+        rendered = await render_view(history, thread, agent=agent, model=rest.strip() or None)
         console.print(escape(rendered.text), end="")
         console.print(f"[dim]{rendered.tokens} tokens, {rendered.bytes} bytes[/]")
+        if rendered.request is not None:
+            console.print(f"[dim]{escape(rendered.request.measured.summary())}[/]")
     elif name == "/tree":
         console.print(await tree(history, thread, int(rest) if rest.strip().isdigit() else 2))
     elif name == "/zoom":
@@ -78,7 +82,7 @@ async def command(history: History, thread: str, agent: str, line: str) -> None:
         for hit in await search(history, thread, rest):
             console.print(f"[cyan]{hit.label}[/] {escape(hit.text)}")
     else:
-        console.print("commands: /prompt, /tree [DEPTH], /zoom LABEL, /search WORDS, /quit")
+        console.print("commands: /prompt [MODEL], /tree [DEPTH], /zoom LABEL, /search WORDS, /quit")
 
 
 async def chat(args: argparse.Namespace) -> int:

@@ -13,7 +13,14 @@ SAID = ["Plan the launch for December", "We need a trailer", "And a landing page
 
 
 def test_the_offline_chat_answers_and_shows_its_prompt_and_tree(tmp_path: Path) -> None:
-    commands = [*SAID, "/prompt", "/tree", "/search price", "/zoom 9+3"]
+    commands = [
+        *SAID,
+        "/prompt",
+        "/prompt anthropic:claude-sonnet-4-5",
+        "/tree",
+        "/search price",
+        "/zoom 9+3",
+    ]
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "chat.py"), "--store", str(tmp_path / "c.sqlite")],
         input="\n".join(commands) + "\n",
@@ -24,9 +31,12 @@ def test_the_offline_chat_answers_and_shows_its_prompt_and_tree(tmp_path: Path) 
         timeout=60,
     )
     out = result.stdout
-    assert "north: You said: Ana: The price is 4,200 EUR per seat" in out
-    assert "[outline]\n0+1|Ana: Plan the launch for December\n1+1|north: You said:" in out
-    assert "[user]\nAna: ok thanks\n[assistant]\nYou said: Ana: ok thanks\n" in out
-    assert "chat: 7 lines, 5 messages whole\n├── 0+1 Ana: Plan the launch for December" in out
-    assert "8+1 Ana: The price is 4,200 EUR per seat" in out
+    assert "north: You said: Ana → north: The price is 4,200 EUR per seat" in out
+    assert "[outline]\n0+1|Ana → north: Plan the launch for December\n1+1|north: You said:" in out
+    assert "[user]\nAna → north: ok thanks\n[assistant]\nYou said: Ana → north: ok thanks\n" in out
+    assert (
+        "chat: 8 lines, 4 messages whole\n├── 0+1 Ana → north: Plan the launch for December" in out
+    )
+    assert "└── 7+1 north: You said: Ana → north: Who writes the copy?" in out
+    assert "anthropic:claude-sonnet-4-5: " in out and " of 4 cache marks; prefix to cache " in out
     assert "no line '9+3' in thread 'chat'" in out
