@@ -1,7 +1,8 @@
 """Carry a history to another store: export threads to JSONL, load them elsewhere.
 
-One JSON object a line, each with its `kind`: a `chat-history` header, then per thread its
-messages (with their seq, index and weight), its summaries, its outline and its recorded calls.
+One JSON object a line, each with its `kind`: a `chat-history` header, then per thread its title
+and the settings it was built with (when it has them), its messages (with their seq, index and
+weight), its summaries, its outline and its recorded calls.
 What was generated travels with the messages, so the other store never pays for it again. A
 load reads and checks the whole file first, then writes it in one transaction: what the store
 already holds as it comes is skipped, and a record that contradicts the store is refused,
@@ -10,6 +11,7 @@ naming it, before anything is written.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from pydantic import (
     model_serializer,
 )
 
-from .contract import File, Message, Outline, Stored, Summary, TailItem, format_at, parse_at
+from .contract import About, File, Message, Outline, Stored, Summary, TailItem, format_at, parse_at
 from .errors import ConflictError, InputError, NotFoundError
 from .lines import size
 from .store import Store
@@ -118,7 +120,15 @@ class CallLine(_Line):
     output_tokens: int
 
 
-Record = HeaderLine | MessageLine | SummaryLine | OutlineLine | CallLine
+class ThreadLine(_Line):
+    kind: Literal["thread"] = "thread"
+    thread: str
+    title: str | None
+    settings: str | None
+    """The settings it was built with, as the JSON its store keeps."""
+
+
+Record = HeaderLine | ThreadLine | MessageLine | SummaryLine | OutlineLine | CallLine
 _RECORD: TypeAdapter[Record] = TypeAdapter(Annotated[Record, Field(discriminator="kind")])
 
 
@@ -157,8 +167,13 @@ async def load(store: Store, lines: Iterable[bytes | str], *, source: str = "<in
 
 
 def record_lines(records: ThreadRecords) -> list[Record]:
-    """A thread's records as JSONL lines: messages, summaries, outline, calls."""
-    out: list[Record] = [_message_line(s) for s in records.messages]
+    """A thread's records as JSONL lines: its title and settings, messages, summaries, outline,
+    calls."""
+    out: list[Record] = []
+    if records.about is not None:
+        a = records.about
+        out.append(ThreadLine(thread=a.thread, title=a.title, settings=a.settings))
+    out += [_message_line(s) for s in records.messages]
     out += [
         SummaryLine(
             thread=n.thread, level=n.level, index=n.index, text=n.text, bytes=n.bytes,
@@ -213,10 +228,12 @@ class _Group:
         self.summaries: list[Summary] = []
         self.outline: Outline | None = None
         self.calls: list[Call] = []
+        self.about: About | None = None
 
     def records(self, thread: str) -> ThreadRecords:
         return ThreadRecords(
             thread=thread,
+            about=self.about,
             messages=tuple(sorted(self.messages, key=lambda s: s.seq)),
             summaries=tuple(sorted(self.summaries, key=lambda n: (n.level, n.index))),
             outline=self.outline,
@@ -229,6 +246,12 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
         case HeaderLine(format=version):
             if version != FORMAT:
                 raise InputError(f"export format {version!r} is not {FORMAT}", field="format")
+        case ThreadLine():
+            if record.settings is not None:
+                _check_settings(record.settings)
+            groups[record.thread].about = About(
+                thread=record.thread, title=record.title, settings=record.settings
+            )
         case MessageLine():
             groups[record.thread].messages.append(_stored(record))
         case SummaryLine():
@@ -256,6 +279,15 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
                 outcome=record.outcome,
             )  # fmt: skip
             groups[record.thread].calls.append(Call(model=record.model, n=record.n, ask=ask))
+
+
+def _check_settings(text: str) -> None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise InputError(f"settings must be a JSON object, got {text!r:.80}", field="settings")
 
 
 def _furthest(known: Outline | None, new: Outline) -> Outline:

@@ -361,7 +361,10 @@ async def test_threads_carried_to_another_store_and_back_are_unchanged(
         expected, calls = await trace(source), await source.calls()
     batch = [r for r in exported if r is not None]
     loaded = await store.load_records(batch)
-    records = sum(len(r.messages) + len(r.summaries) + len(r.calls) + 1 for r in batch)
+    records = sum(
+        len(r.messages) + len(r.summaries) + len(r.calls) + 1 + (r.about is not None) for r in batch
+    )
+    assert all(r.about is not None and r.about.settings for r in batch)  # titles travel too
     assert (loaded.threads, loaded.written, loaded.skipped) == (2, records, 0)
     assert (await trace(store), await store.calls()) == (expected, calls)
     copies = [await store.export_thread(thread) for thread in ("t", "u")]

@@ -106,3 +106,20 @@ async def test_a_store_keeps_a_threads_title_and_settings_until_it_is_erased(
     assert [a.thread for a in await store.about()] == ["t", "u"]
     assert await store.erase("t")
     assert await store.about("t") == []
+
+
+def test_a_title_and_settings_travel_with_an_export(
+    db: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    exported, other = tmp_path / "all.jsonl", tmp_path / "other.sqlite"
+    assert run(capsys, "export", "--out", exported, "--db", db)[0] == 0
+    first = json.loads(exported.read_text(encoding="utf-8").splitlines()[1])
+    assert (first["kind"], first["thread"], first["title"]) == ("thread", MENU, "Menu prices")
+    assert json.loads(first["settings"])["tail"] == [40, 80]
+    assert run(capsys, "load", exported, "--db", other)[0] == 0
+    code, out, _ = run(capsys, "show", "Menu prices", "--db", other, "--json")
+    assert code == 0
+    shown = json.loads(out)
+    assert (shown["thread"], shown["title"], shown["settings"]["kept"]) == (MENU, "Menu prices", 1)
+    code, out, _ = run(capsys, "rebuild", "Café opening hours & a logo", "--db", other)
+    assert code == 0 and "with the settings it was built with" in out

@@ -15,7 +15,14 @@ import asyncpg
 
 from . import records, rows
 from .records import ThreadRecords
-from .rows import CALL_COLUMNS, MESSAGE_COLUMNS, OUTLINE_COLUMNS, SEARCH_COLUMNS, SUMMARY_COLUMNS
+from .rows import (
+    CALL_COLUMNS,
+    MESSAGE_COLUMNS,
+    OUTLINE_COLUMNS,
+    SEARCH_COLUMNS,
+    SUMMARY_COLUMNS,
+    THREAD_COLUMNS,
+)
 
 Connection = asyncpg.pool.PoolConnectionProxy
 
@@ -48,12 +55,14 @@ async def thread_records(db: Connection, thread: str, *, lock: bool) -> ThreadRe
             thread, row[8], row[11],
         )  # fmt: skip
         outline = rows.outline_from_row(_values(row), [_values(r) for r in tail])
+    about = await db.fetchrow(f"SELECT {THREAD_COLUMNS} FROM thread WHERE thread = $1", thread)
     return ThreadRecords(
         thread=thread,
         messages=tuple(rows.stored_from_row(_values(r)) for r in messages),
         summaries=tuple(rows.summary_from_row(_values(r)) for r in nodes),
         outline=outline,
         calls=tuple(records.call_from_row(_values(r)) for r in calls),
+        about=None if about is None else rows.about_from_row(_values(about)),
     )
 
 
@@ -71,6 +80,9 @@ async def foreign(db: Connection, incoming: ThreadRecords) -> dict[str, str]:
 
 async def apply(db: Connection, plan: records.Plan) -> None:
     """Write what the plan says, in the caller's transaction."""
+    if plan.about is not None:
+        about = plan.about
+        await db.execute(rows.numbered(rows.DESCRIBE), plan.thread, about.title, about.settings)
     if plan.clear:
         await db.execute("DELETE FROM summary WHERE thread = $1", plan.thread)
         await db.execute("DELETE FROM search WHERE thread = $1 AND message IS NULL", plan.thread)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from ..contract import Outline, Stored, Summary
+from ..contract import About, Outline, Stored, Summary
 from ..errors import ConflictError, StoreError
 from ..lines import node_id
 from ..summarizer import Ask
@@ -53,6 +53,8 @@ class ThreadRecords:
     """None: the thread has no outline yet (a load then starts a fresh one)."""
     calls: tuple[Call, ...] = ()
     """In the order they were made."""
+    about: About | None = None
+    """Its title and the settings it was built with; a load writes those it gives."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,10 +87,15 @@ class Plan:
     clear: bool
     """Delete the thread's summaries first (a replace)."""
     skipped: int
+    about: About | None = None
+    """A title or settings to give the thread (each kept as stored where this has none)."""
 
     @property
     def written(self) -> int:
-        return len(self.messages) + len(self.summaries) + len(self.calls) + (self.write != "keep")
+        return (
+            len(self.messages) + len(self.summaries) + len(self.calls) + (self.write != "keep")
+            + (self.about is not None)
+        )  # fmt: skip
 
 
 def check_batch(records: Sequence[ThreadRecords]) -> None:
@@ -141,16 +148,30 @@ def plan(
     if write == "create" and outline is None and not (messages or old.messages):
         write = "keep"  # nothing of the thread is stored: no outline to start
     kept_outline = write == "keep" and incoming.outline is not None
+    about = _new_about(old.about, incoming.about)
+    known_about = incoming.about is not None and about is None
     return Plan(
         thread=thread,
+        about=about,
         messages=tuple(messages),
         summaries=tuple(summaries),
         calls=tuple(calls),
         outline=outline,
         write=write,
         clear=replace,
-        skipped=old_messages + old_summaries + old_calls + kept_outline,
+        skipped=old_messages + old_summaries + old_calls + kept_outline + known_about,
     )
+
+
+def _new_about(old: About | None, incoming: About | None) -> About | None:
+    """The title and settings to write: None when the store holds them already."""
+    if incoming is None:
+        return None
+    title = incoming.title or (old.title if old else None)
+    settings = incoming.settings or (old.settings if old else None)
+    if old is not None and (old.title, old.settings) == (title, settings):
+        return None
+    return incoming
 
 
 def _new_messages(

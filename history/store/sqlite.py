@@ -394,12 +394,14 @@ async def _thread_records(db: aiosqlite.Connection, thread: str) -> ThreadRecord
             (thread, row[8], row[11]),
         )
         outline = rows.outline_from_row(row, list(tail))
+    about = await _one(db, f"SELECT {THREAD_COLUMNS} FROM thread WHERE thread = ?", thread)
     return ThreadRecords(
         thread=thread,
         messages=tuple(rows.stored_from_row(r) for r in messages),
         summaries=tuple(rows.summary_from_row(r) for r in nodes),
         outline=outline,
         calls=tuple(records.call_from_row(r) for r in calls),
+        about=None if about is None else rows.about_from_row(about),
     )
 
 
@@ -419,6 +421,8 @@ async def _foreign(db: aiosqlite.Connection, incoming: ThreadRecords) -> dict[st
 
 
 async def _apply(db: aiosqlite.Connection, plan: records.Plan) -> None:
+    if plan.about is not None:
+        await db.execute(rows.DESCRIBE, (plan.thread, plan.about.title, plan.about.settings))
     if plan.clear:
         await db.execute("DELETE FROM summary WHERE thread = ?", (plan.thread,))
         await db.execute("DELETE FROM search WHERE thread = ? AND message IS NULL", (plan.thread,))
