@@ -156,12 +156,12 @@ def print_json(value: object) -> None:
 
 
 @asynccontextmanager
-async def opened(db: str) -> AsyncIterator[Store]:
-    """An existing store, opened for reading (it is never created here)."""
+async def opened(db: str, *, read_only: bool = True) -> AsyncIterator[Store]:
+    """An existing store (it is never created here), read only unless told otherwise."""
     from .store import open_store
 
     _must_exist(db)
-    store = open_store(db)
+    store = open_store(db, create=False, read_only=read_only)
     await store.open()
     try:
         yield store
@@ -330,7 +330,7 @@ async def _rebuild_changed(plan: Plan, db: str) -> None:
 async def _inspect(args: argparse.Namespace) -> int:
     from . import report
 
-    async with opened(args.db) as store:
+    async with opened(args.db, read_only=args.command != "erase") as store:
         if args.command == "threads":
             names = await store.threads()
             figures = [(await report.snapshot(store, t)).figures for t in names]
@@ -371,11 +371,13 @@ async def _read_side(args: argparse.Namespace) -> int:
     stands in, never asked."""
     from . import report
     from .plugin import History
+    from .store import open_store
     from .view import search, zoom
 
     _must_exist(args.db)
     settings = HistorySettings(summarizer="echo")
-    async with History(settings, store=args.db, process=False) as history:
+    store = open_store(args.db, create=False, read_only=True)
+    async with History(settings, store=store, process=False) as history:
         thread = await report.resolve(history.store, args.thread)
         if args.command == "prompt":
             agent = (

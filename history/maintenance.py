@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -127,10 +129,12 @@ def _must_exist(where: str) -> None:
 
 
 @asynccontextmanager
-async def _opened(where: str) -> AsyncIterator[Store]:
+async def _opened(
+    where: str, *, create: bool = True, read_only: bool = False
+) -> AsyncIterator[Store]:
     from .store import open_store
 
-    store = open_store(where)
+    store = open_store(where, create=create, read_only=read_only)
     await store.open()
     try:
         yield store
@@ -143,7 +147,7 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
     from .rebuild import rebuild
     from .settings import built_with, differences, listed
 
-    async with _opened(args.db) as store:
+    async with _opened(args.db, create=False) as store:
         thread = await resolve(store, args.thread)
         record = next((a.settings for a in await store.about(thread) if a.settings), None)
         if record is not None:
@@ -185,7 +189,7 @@ def _export(args: argparse.Namespace) -> int:
     from .carry import export
 
     async def to(out: TextIO) -> Exported:
-        async with _opened(args.db) as store:
+        async with _opened(args.db, read_only=True) as store:
             thread = None if args.thread is None else await resolve(store, args.thread)
             return await export(store, out, thread)
 
@@ -196,19 +200,30 @@ def _export(args: argparse.Namespace) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
     else:
-        # Written aside, then moved into place: a failed export leaves no partial file.
-        target = Path(args.out)
-        partial = target.with_name(f".{target.name}.partial")
         try:
-            with partial.open("w", encoding="utf-8") as out:
-                done = anyio.run(to, out)
-            os.replace(partial, target)
+            done = _write_aside(Path(args.out), to)
         except OSError as exc:
-            raise InputError(f"cannot write {args.out!r}: {exc.strerror}") from None
-        finally:
-            partial.unlink(missing_ok=True)
+            raise InputError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
     print(f"exported {done.threads} thread(s), {done.records} records", file=sys.stderr)
     return 0
+
+
+def _write_aside(target: Path, write: Callable[[TextIO], Awaitable[Exported]]) -> Exported:
+    """Write a new file aside, then move it into place: a failed export leaves no partial file.
+
+    The file aside is created afresh (`O_EXCL`, an unpredictable name, in the target's
+    directory so the move is atomic): nothing planted there beforehand, a symbolic link say,
+    is ever followed or written to.
+    """
+    fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            done = anyio.run(write, out)
+        os.replace(partial, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+    return done
 
 
 def _read(path: Path) -> list[ThreadRecords]:
@@ -236,7 +251,7 @@ async def _load(where: str, records: list[ThreadRecords]) -> int:
 async def _stats(args: argparse.Namespace) -> int:
     from .metering import usage
 
-    async with _opened(args.db) as store:
+    async with _opened(args.db, read_only=True) as store:
         thread = None if args.thread is None else await resolve(store, args.thread)
         meter = await usage(
             store, thread, input_price=args.input_price, output_price=args.output_price

@@ -231,7 +231,7 @@ async def _outline_parts(
     if len(nodes) < len(keys):  # only if the store lost a node: show what is left
         log.warning(
             "thread %r: %d outline lines have no node", outline.thread, len(keys) - len(nodes),
-            extra={"thread": outline.thread},
+            extra={"chat_thread": outline.thread},
         )  # fmt: skip
     texts = [f"{n.label}|{one_line(n.text)}" for n in nodes]
     if not texts:

@@ -157,8 +157,12 @@ def default_store() -> str:
     return DEFAULT_STORE
 
 
-def open_store(where: str | Path) -> Store:
-    """A store for a path (SQLite) or a `postgresql://` URL."""
+def open_store(where: str | Path, *, create: bool = True, read_only: bool = False) -> Store:
+    """A store for a path (SQLite) or a `postgresql://` URL.
+
+    For a SQLite file, `create=False` refuses a missing or empty file rather than make a store
+    there, and `read_only` reads without writing (nor creating) anything.
+    """
     text = str(where)
     if text.startswith(("postgresql://", "postgres://")):
         try:
@@ -170,4 +174,5 @@ def open_store(where: str | Path) -> Store:
         return PostgresStore(text)
     from .sqlite import SQLiteStore
 
-    return SQLiteStore(text.removeprefix("sqlite:///").removeprefix("sqlite://"))
+    path = text.removeprefix("sqlite:///").removeprefix("sqlite://")
+    return SQLiteStore(path, create=create, read_only=read_only)

@@ -6,12 +6,16 @@ another task's uncommitted writes. Driver errors become StoreError here and nowh
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import sqlite3
+import stat
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 import aiosqlite
 import anyio
@@ -30,6 +34,8 @@ from .rows import (
     THREAD_COLUMNS,
 )
 
+log = logging.getLogger(__name__)
+
 NODES_AT_ONCE = 400
 """Keys per query: SQLite allows 32,766 parameters; far fewer keep each statement small."""
 
@@ -39,33 +45,99 @@ class _Stale(Exception):
 
 
 class SQLiteStore:
-    """The collections in one SQLite file (or `:memory:`)."""
+    """The collections in one SQLite file (or `:memory:`).
+
+    A file that exists is first opened read-only and recognised by its `migration` table:
+    another application's database is refused exactly as it was found (not switched to WAL).
+    """
 
     shared = False
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, create: bool = True, read_only: bool = False) -> None:
+        """Args:
+        path: the file, or `:memory:`.
+        create: make the store (the file and its collections) where there is none; False
+            refuses a missing or empty file instead.
+        read_only: only read (implies not `create`): a store of ours whose migrations are all
+            applied is read through a read-only connection, so a read-only mount serves too.
+        """
         self.url = path
+        self._create = create and not read_only
+        self._read_only = read_only
         self._db: aiosqlite.Connection | None = None
         self._lock = anyio.Lock()
 
     async def open(self) -> None:
         try:
-            # A path SQLite cannot open is refused before aiosqlite's thread starts: a failed
-            # connect leaves that thread answering a loop that may be closed by then.
-            await anyio.to_thread.run_sync(_try_open, self.url)
-            self._db = await aiosqlite.connect(self.url, isolation_level=None)
-            for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "busy_timeout = 30000"):
-                await self._db.execute(f"PRAGMA {pragma}")
-        except sqlite3.Error as exc:
-            await self.close()
-            raise StoreError(f"cannot open the SQLite store {self.url!r}: {exc}") from exc
-        try:
-            await self._migrate()
+            await self._open()
         except BaseException:
             # aiosqlite's thread would keep the process alive after a failed open.
             with anyio.CancelScope(shield=True):
                 await self.close()
             raise
+
+    async def _open(self) -> None:
+        memory = self.url == ":memory:"
+        found = not memory and _has_data(self.url)
+        if not (memory or found or self._create):
+            raise StoreError(f"no chat-outline store at {self.url!r} (no file, or an empty one)")
+        if found:
+            await self._connect(read_only=True)
+            tables, done = await self._recognise()
+            if not tables and not self._create:
+                raise StoreError(f"no chat-outline store at {self.url!r} (the database is empty)")
+            if self._read_only and not _pending(done):
+                return
+            await self.close()
+        await self._connect(read_only=False)
+        await self._migrate()
+
+    async def _connect(self, *, read_only: bool) -> None:
+        """Connect; read-only: on a read-only mount, the file is read as immutable."""
+        uri = f"file:{quote(_absolute(self.url))}?mode=ro" if read_only else self.url
+        pragmas = ["busy_timeout = 30000"]
+        if not read_only:
+            pragmas += ["journal_mode = WAL", "synchronous = NORMAL"]
+        try:
+            self._db = await _connect(uri, uri=read_only)
+            for pragma in pragmas:
+                await self._db.execute(f"PRAGMA {pragma}")
+            if read_only:
+                await self._db.execute("SELECT count(*) FROM sqlite_master")
+        except sqlite3.Error as exc:
+            await self.close()
+            if _writable(self.url) or not _has_data(self.url):
+                raise StoreError(f"cannot open the SQLite store {self.url!r}: {exc}") from exc
+            if not read_only:
+                raise StoreError(
+                    f"cannot write the SQLite store {self.url!r}: the file or its directory is "
+                    f"read-only ({exc})"
+                ) from exc
+            # A WAL file cannot be read read-only without its shared-memory file, which a
+            # read-only mount cannot hold: nobody can write there, so it cannot change either.
+            try:
+                self._db = await _connect(f"{uri}&immutable=1", uri=True)
+                await self._db.execute("SELECT count(*) FROM sqlite_master")
+            except sqlite3.Error as again:
+                await self.close()
+                raise StoreError(f"cannot open the SQLite store {self.url!r}: {again}") from again
+
+    async def _recognise(self) -> tuple[set[str], set[str]]:
+        """The database's tables and applied migrations; StoreError if it is not ours."""
+        async with self._read() as db:
+            tables = {r[0] for r in await db.execute_fetchall(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
+            if tables and "migration" not in tables:
+                raise StoreError(
+                    f"{self.url!r} is not a chat-outline database (tables: {sorted(tables)})"
+                )
+            done: set[str] = set()
+            if tables:
+                done = {r[0] for r in await db.execute_fetchall("SELECT name FROM migration")}
+        unknown = done - {name for name, _ in rows.MIGRATIONS}
+        if unknown:
+            raise StoreError(f"{self.url!r} was written by a newer chat-outline: {sorted(unknown)}")
+        return tables, done
 
     async def close(self) -> None:
         if self._db is not None:
@@ -88,31 +160,33 @@ class SQLiteStore:
             await db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
+                await db.execute("COMMIT")
             except BaseException:
                 with anyio.CancelScope(shield=True):
-                    await db.execute("ROLLBACK")
+                    await _roll_back(db)
                 raise
-            await db.execute("COMMIT")
 
     async def _migrate(self) -> None:
-        async with self._read() as db:
+        """Apply the migrations not yet recorded, each in its own transaction.
+
+        Each looks at what is applied under the write lock (`BEGIN IMMEDIATE`), so processes
+        opening one fresh file at once create its collections once.
+        """
+        async with self._write() as db:
             tables = {r[0] for r in await db.execute_fetchall(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
-        if tables and "migration" not in tables:
-            raise StoreError(
-                f"{self.url!r} is not a chat-outline database (tables: {sorted(tables)})"
-            )
-        async with self._write() as db:
+            if tables and "migration" not in tables:
+                raise StoreError(
+                    f"{self.url!r} is not a chat-outline database (tables: {sorted(tables)})"
+                )
             await db.execute(rows.MIGRATION_TABLE)
-        async with self._read() as db:
-            done = {r[0] for r in await db.execute_fetchall("SELECT name FROM migration")}
-        unknown = done - {name for name, _ in rows.MIGRATIONS}
-        if unknown:
-            raise StoreError(f"{self.url!r} was written by a newer chat-outline: {sorted(unknown)}")
+        _, done = await self._recognise()
         for name, filename in rows.MIGRATIONS:
             if name in done:
                 continue
             async with self._write() as db:
+                if await _one(db, "SELECT 1 FROM migration WHERE name = ?", name):
+                    continue  # another process applied it since we looked
                 for statement in rows.statements(filename):
                     await db.execute(statement)
                 await db.execute(
@@ -154,6 +228,8 @@ class SQLiteStore:
             if row is None:
                 if await _one(db, "SELECT 1 FROM message WHERE thread = ? LIMIT 1", thread) is None:
                     return None
+                if self._read_only:  # a crash came between the two: it is made as it is read
+                    return rows.outline_from_row(rows.new_outline_row(thread), [])
                 await self._create_outline(db, thread)
                 row = await _one(
                     db, f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?", thread
@@ -371,6 +447,51 @@ class SQLiteStore:
         )
 
 
+def _has_data(path: str) -> bool:
+    """A file with something in it (SQLite leaves a new file empty until its first write)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_size > 0
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(path)
+
+
+def _writable(path: str) -> bool:
+    """Whether SQLite could write beside the file (its journal): not so on a read-only mount."""
+    return os.access(path, os.W_OK) and os.access(os.path.dirname(_absolute(path)), os.W_OK)
+
+
+def _pending(done: set[str]) -> bool:
+    return any(name not in done for name, _ in rows.MIGRATIONS)
+
+
+async def _connect(database: str, *, uri: bool) -> aiosqlite.Connection:
+    connection = aiosqlite.connect(database, isolation_level=None, uri=uri)
+    try:
+        return await connection
+    except BaseException:
+        # A failed connect stops aiosqlite's thread without waiting for it: were the event loop
+        # closed first, the thread would die with a traceback ("Event loop is closed").
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(connection._thread.join)
+        raise
+
+
+async def _roll_back(db: aiosqlite.Connection) -> None:
+    """Roll back what is open. SQLite has already rolled back after some errors (a full disk):
+    the error that caused it is the one to report, not the failed ROLLBACK."""
+    if not db.in_transaction:
+        return
+    try:
+        await db.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        log.warning("rollback failed: %s", exc)
+
+
 def _words(query: str) -> str:
     """A query's words as an FTS5 query that matches any of them (bm25 weighs the rare ones)."""
     return " OR ".join(f'"{word}"' for word in re.findall(r"\w+", query))
@@ -456,7 +577,3 @@ async def _apply(db: aiosqlite.Connection, plan: records.Plan) -> None:
 async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:
     found = await db.execute_fetchall(sql, args)
     return next(iter(found), None)
-
-
-def _try_open(path: str) -> None:
-    sqlite3.connect(path).close()

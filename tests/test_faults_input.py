@@ -1,0 +1,280 @@
+"""Faults at the edges of input, files and the store: a hostile file, a bad export, a full disk,
+a read-only mount, processes racing to create one store. Each is run as a user meets it, mostly
+through the command line in a process of its own: the refusal is one line with a non-zero exit
+status, and the store is left consistent (or untouched)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from history.cli import main
+from history.processors.weight import weight
+
+from .conftest import message
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "launch.jsonl"
+READ_ONLY = (
+    ("threads",), ("show", "t"), ("prompt", "t"), ("zoom", "t", "0+1"), ("search", "t", "launch"),
+    ("export", "--out", "-"), ("stats",),
+)  # fmt: skip
+
+
+def cli(*argv: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`chat-history ARGV` in a process of its own, run from this checkout."""
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("HISTORY_TAIL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "history.cli", *map(str, argv)],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env, check=False,
+    )  # fmt: skip
+
+
+def refused(result: subprocess.CompletedProcess[str], *words: str) -> str:
+    """The one line of a refusal: a non-zero status, no traceback; it holds `words`."""
+    assert result.returncode != 0, result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("chat-outline: "), lines
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
+
+
+def in_namespace(script: str) -> subprocess.CompletedProcess[str]:
+    """Run a shell script with mounts of its own (a tmpfs, a read-only bind), as any user."""
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-rm", "true"], check=False).returncode:
+        pytest.skip("needs unshare with user and mount namespaces")
+    return subprocess.run(
+        [unshare, "-rm", "sh", "-ec", script],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def integrity(path: Path) -> str:
+    with sqlite3.connect(path) as db:
+        return str(db.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A store holding the example chat, cut into an outline: thread `t`."""
+    path = tmp_path / "h.sqlite"
+    result = cli("ingest", EXAMPLE, "--tail", "40,80", "--db", path)
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+# 5. Processes opening one fresh file at once
+
+
+OPEN_AT_GO = """
+import sys, time, anyio
+from pathlib import Path
+from history.store import open_store
+
+go = Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.001)
+
+async def main() -> None:
+    store = open_store(sys.argv[1])
+    await store.open()
+    await store.close()
+
+anyio.run(main)
+"""
+
+
+def test_processes_creating_one_fresh_store_at_once_all_succeed(tmp_path: Path) -> None:
+    path, go = tmp_path / "fresh.sqlite", tmp_path / "go"
+    starters = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AT_GO, str(path), str(go)],
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    go.touch()  # every process waits for it, so their opens meet
+    ingests = [
+        subprocess.Popen(
+            [sys.executable, "-m", "history.cli", "ingest", str(EXAMPLE), "--db", str(path)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    failed = [p.communicate(timeout=300)[1] for p in starters + ingests]
+    assert [p.returncode for p in starters + ingests] == [0] * 10, failed
+    with sqlite3.connect(path) as db:
+        names = [r[0] for r in db.execute("SELECT name FROM migration ORDER BY name")]
+        assert len(names) == len(set(names)) >= 5
+        assert db.execute("SELECT count(*) FROM message").fetchone() == (16,)
+    assert integrity(path) == "ok"
+
+
+# 7. Files are written aside, fresh
+
+
+def test_export_never_follows_a_link_planted_where_it_writes(store: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    out = tmp_path / "out.jsonl"
+    for name in (".out.jsonl.partial", ".out.jsonl.tmp", "out.jsonl.partial"):
+        (tmp_path / name).symlink_to(victim)
+    result = cli("export", "--out", out, "--db", store)
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "precious\n"
+    assert not out.is_symlink() and out.read_text().startswith('{"kind":"chat-history"')
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == [
+        ".out.jsonl.partial", ".out.jsonl.tmp",
+    ]  # fmt: skip
+
+
+# 10. One line, never a traceback
+
+
+def test_a_store_that_cannot_be_opened_is_one_line_with_no_thread_traceback(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a-directory").mkdir()
+    data, db = ROOT / "tests" / "data" / "twelve.jsonl", tmp_path / "a-directory"
+    command = [sys.executable, "-m", "history.cli", "ingest", str(data), "--db", str(db)]
+    runs = [  # the traceback came from a thread, in most runs but not every one
+        subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True) for _ in range(4)
+    ]
+    for run in runs:
+        _, err = run.communicate(timeout=120)
+        refused(subprocess.CompletedProcess(command, run.returncode, "", err), "cannot open")
+
+
+# 11. No side effects
+
+
+def test_another_applications_database_is_refused_exactly_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "theirs.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE invoice (id INTEGER PRIMARY KEY, total REAL)")
+        db.execute("INSERT INTO invoice (total) VALUES (12.5)")
+    db.close()
+    before = digest(path)
+    refused(cli("threads", "--db", path), "not a chat-outline database")
+    refused(cli("ingest", EXAMPLE, "--db", path), "not a chat-outline database")
+    assert digest(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    db.close()
+
+
+@pytest.mark.parametrize("command", READ_ONLY, ids=lambda c: c[0])
+def test_reading_commands_create_nothing_on_an_empty_or_missing_file(
+    tmp_path: Path, command: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty, missing = tmp_path / "empty.sqlite", tmp_path / "missing.sqlite"
+    empty.touch()
+    for path in (empty, missing):
+        code = main([*command, "--db", str(path)])
+        out, err = capsys.readouterr()
+        refused(subprocess.CompletedProcess([], code, out, err), "no ", "store")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite"]
+    assert empty.stat().st_size == 0
+
+
+READ_ALL = f"""
+import sys
+from history.cli import main
+db = sys.argv[1]
+for command in {READ_ONLY!r}:
+    if main([*command, "--db", db]) != 0:
+        print("FAILED", command[0], file=sys.stderr)
+print("ingest", main(["ingest", "{EXAMPLE}", "--db", db]), file=sys.stderr)
+"""
+
+
+def test_reading_commands_work_on_a_read_only_mount(store: Path) -> None:
+    here = store.parent
+    result = in_namespace(
+        f"mount --bind {here} {here}; mount -o remount,ro,bind {here}\n"
+        f"{sys.executable} -c {shlex.quote(READ_ALL)} {store} > /dev/null"
+    )
+    assert "FAILED" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.splitlines()[-2:] == [
+        f"chat-outline: cannot write the SQLite store '{store}': the file or its directory is "
+        "read-only (unable to open database file)",
+        "ingest 2",
+    ]
+    assert integrity(store) == "ok"
+
+
+def full_export(path: Path, messages: int) -> None:
+    """An export of one thread whose messages need far more room than the disk has."""
+    lines = [{"kind": "chat-history", "format": 1}]
+    for n in range(messages):
+        m = message(n, f"message {n}: " + "all work and no play " * 100, thread="big")
+        lines.append({
+            "kind": "message", "id": m.id, "thread": m.thread, "seq": n, "index": n,
+            "author": m.author, "to": m.to, "text": m.text, "at": m.at.isoformat(),
+            "step": False, "files": [], "weight": weight(m, "cl100k_base"),
+        })  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+LOAD_ON_A_FULL_DISK = """
+import sqlite3, sys
+from history.cli import main
+export, db = sys.argv[1:]
+print("load", main(["load", export, "--db", db]))
+with sqlite3.connect(db) as connection:
+    print(*connection.execute("SELECT count(*) FROM message").fetchone())
+    print(*connection.execute("PRAGMA integrity_check").fetchone())
+"""
+
+
+def test_a_full_disk_during_a_load_is_reported_as_such_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    full_export(tmp_path / "export.jsonl", 2_000)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    db = disk / "h.sqlite"
+    result = in_namespace(
+        f"mount -t tmpfs -o size=2m none {disk}\n"
+        f"{sys.executable} -c {shlex.quote(LOAD_ON_A_FULL_DISK)} {tmp_path / 'export.jsonl'} {db}"
+    )
+    assert result.stdout.splitlines() == ["load 2", "0", "ok"], result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        f"chat-outline: SQLite store '{db}': database or disk is full"
+    ]
+
+
+def test_an_outline_line_whose_node_is_lost_is_left_out_of_the_prompt_with_a_warning(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with sqlite3.connect(store) as db:
+        level, index, _, _ = json.loads(db.execute("SELECT lines FROM outline").fetchone()[0])[0]
+        db.execute("DELETE FROM summary WHERE level = ? AND idx = ?", (level, index))
+    db.close()
+    code = main(["prompt", "t", "--db", str(store)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "outline lines have no node" in err and "Ana → north" in out
