@@ -31,7 +31,7 @@ READ_ONLY = (
 
 
 def cli(*argv: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`chat-history ARGV` in a process of its own, run from this checkout."""
+    """`chat-outline ARGV` in a process of its own, run from this checkout."""
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("HISTORY_TAIL", None)
     return subprocess.run(
@@ -268,7 +268,7 @@ def test_a_full_disk_during_a_load_is_reported_as_such_and_writes_nothing(
 
 
 def test_an_outline_line_whose_node_is_lost_is_left_out_of_the_prompt_with_a_warning(
-    store: Path, capsys: pytest.CaptureFixture[str]
+    store: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     with sqlite3.connect(store) as db:
         level, index, _, _ = json.loads(db.execute("SELECT lines FROM outline").fetchone()[0])[0]
@@ -277,4 +277,6 @@ def test_an_outline_line_whose_node_is_lost_is_left_out_of_the_prompt_with_a_war
     code = main(["prompt", "t", "--db", str(store)])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "outline lines have no node" in err and "Ana → north" in out
+    assert "Ana → north" in out
+    assert [r.getMessage() for r in caplog.records] == ["thread 't': 1 outline lines have no node"]
+    assert caplog.records[0].chat_thread == "t"
