@@ -156,8 +156,8 @@ def print_json(value: object) -> None:
 
 
 @asynccontextmanager
-async def opened(db: str, *, read_only: bool = True) -> AsyncIterator[Store]:
-    """An existing store (it is never created here), read only unless told otherwise."""
+async def opened(db: str, *, read_only: bool = False) -> AsyncIterator[Store]:
+    """An existing store (it is never created here), read only when told."""
     from .store import open_store
 
     _must_exist(db)

@@ -93,7 +93,7 @@ async def show_demo(
         markup=False,
     )
     await write_files([parsed], plan, db, False, quiet=True)
-    async with opened(db) as store:
+    async with opened(db, read_only=True) as store:
         snap = await report.snapshot(store, THREAD)
     console.print(f"The store: {where}", markup=False)
     console.print(report.threads_table([snap.figures]))
