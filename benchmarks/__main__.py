@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from . import cost, latency, plots, speed, targets
+from . import cost, latency, plots, speed, startup, targets
 from .cache import Prices
 from .config import FULL, QUICK, Config
 from .corpora import Corpus, chitchat_corpus, jsonl_corpus, sharegpt_corpus, synthetic_corpus
@@ -72,6 +72,8 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
             await latency.load(threads, per, folder, delay=config.delay)
             for threads, per in zip(config.threads, config.per_thread, strict=True)
         ]
+        log.info("start-up of the command, %d runs each", config.startup)
+        startups = startup.measure(folder, repeats=config.startup) if config.startup else []
     drawn = {
         "cost_per_turn": plots.cost_per_turn(
             runs, found[0].name, config.reference, out / "cost-per-turn.png"
@@ -91,7 +93,11 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         memory=memory,
         cuts=cuts,
         loads=loads,
-        targets=targets.evaluate(runs, throughputs, views, reference=config.reference),
+        targets=[
+            *targets.evaluate(runs, throughputs, views, reference=config.reference),
+            *([startup.target(startups)] if startups else []),
+        ],
+        startups=startups,
         plots={name: path for name, path in drawn.items() if path is not None},
         seconds=time.perf_counter() - started,
         load=load,

@@ -44,6 +44,8 @@ class Config:
     threads: tuple[int, ...] = (1, 10, 100)
     per_thread: tuple[int, ...] = (24, 12, 8)
     """Messages per thread in each load run."""
+    startup: int = 9
+    """Runs of each command line whose start-up is timed (the median is reported; 0: none)."""
 
 
 FULL = Config()
@@ -60,4 +62,5 @@ QUICK = Config(
     memory=300,
     cut_messages=10,
     per_thread=(10, 6, 5),
+    startup=3,
 )

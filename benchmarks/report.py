@@ -13,6 +13,8 @@ from .corpora import Corpus
 from .cost import Run
 from .latency import CONCURRENCY, Cuts, Load
 from .speed import Throughput, ViewTime
+from .startup import Startup
+from .startup import report as startup_report
 from .strategies import DEFAULT_BUDGET
 from .targets import Target
 
@@ -35,6 +37,8 @@ class Results:
     loads: Sequence[Load] = ()
     targets: Sequence[Target] = ()
     plots: dict[str, Path] = field(default_factory=dict)
+    startups: Sequence[Startup] = ()
+    """The command's start-up, per command line."""
     seconds: float = 0.0
     load: float = 0.0
     """The machine's one-minute load average when the run started."""
@@ -143,6 +147,7 @@ def render(results: Results) -> str:
         )
     out += _notes(results)
     out += _speed(results)
+    out += startup_report(results.startups, results.config.startup)
     return "\n".join(out)
 
 

@@ -83,11 +83,14 @@ def add_commands(
     stats = commands.add_parser("stats", help="the summarizer's calls, tokens and cost per thread")
     stats.add_argument("--thread", help="one thread only")
     stats.add_argument(
-        "--input-price", type=_price, default=0.0, help="price of a million input tokens (0)"
+        "--input-price",
+        type=_price,
+        help="price of a million input tokens, for every model (each model's known price)",
     )
     stats.add_argument(
-        "--output-price", type=_price, default=0.0, help="price of a million output tokens (0)"
-    )
+        "--output-price", type=_price,
+        help="price of a million output tokens, for every model (each model's known price)",
+    )  # fmt: skip
     json_option(stats)
     db_option(stats)
 
@@ -249,12 +252,19 @@ async def _load(where: str, records: list[ThreadRecords]) -> int:
 
 
 async def _stats(args: argparse.Namespace) -> int:
-    from .metering import usage
+    from .metering import priced_usage
 
     async with _opened(args.db, read_only=True) as store:
         thread = None if args.thread is None else await resolve(store, args.thread)
-        meter = await usage(
+        meter = await priced_usage(
             store, thread, input_price=args.input_price, output_price=args.output_price
+        )
+    unpriced = [m.model for m in meter.models if m.cost is None]
+    if unpriced:
+        print(
+            f"chat-outline: no known price for {', '.join(map(repr, unpriced))}: its calls are "
+            "left out of the cost (give --input-price and --output-price)",
+            file=sys.stderr,
         )
     if args.json:
         print(json.dumps(asdict(meter)))
@@ -275,5 +285,20 @@ async def _stats(args: argparse.Namespace) -> int:
         "total", f"{meter.calls:,}", f"{meter.input_tokens:,}", f"{meter.output_tokens:,}",
         f"{meter.cost:,.4f}", style="bold",
     )  # fmt: skip
-    Console().print(table)
+    models = Table(title="per model (prices per million tokens)")
+    for column in ("model", "calls", "input tokens", "output tokens", "input", "output", "cost"):
+        models.add_column(column, justify="left" if column == "model" else "right")
+    for m in meter.models:
+        models.add_row(
+            m.model, f"{m.calls:,}", f"{m.input_tokens:,}", f"{m.output_tokens:,}",
+            _money(m.input_price), _money(m.output_price), _money(m.cost),
+        )  # fmt: skip
+    console = Console()
+    console.print(table)
+    if meter.models:
+        console.print(models)
     return 0
+
+
+def _money(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.4f}"

@@ -44,10 +44,29 @@ class Usage:
     input_tokens: int
     output_tokens: int
     cost: float
-    input_price: float
-    """The price of a million input tokens the cost was computed with."""
-    output_price: float
-    """The price of a million output tokens."""
+    input_price: float | None
+    """The price of a million input tokens the cost was computed with; None: each model's own
+    (`models`)."""
+    output_price: float | None
+    """The price of a million output tokens; None: each model's own."""
+    models: tuple[ModelUsage, ...] = ()
+    """Per model, when priced by model (`priced_usage`); the cost leaves out unpriced models."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelUsage:
+    """One summarizer model's calls over some threads, at its price."""
+
+    model: str
+    """The model's name, as the settings named it (`openai:gpt-4.1-nano`)."""
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    input_price: float | None
+    """The price of a million input tokens; None when it is not known."""
+    output_price: float | None
+    cost: float | None
+    """None when a price is not known."""
 
 
 def price(
@@ -100,4 +119,98 @@ async def usage(
         cost=price(inp, out, input_price=input_price, output_price=output_price),
         input_price=input_price,
         output_price=output_price,
+    )
+
+
+OFFLINE = ("echo", "scripted")
+"""The summarizers that ship with the package: they cost nothing."""
+
+
+def known_price(model: str) -> tuple[float, float] | None:
+    """A model's price per million input and output tokens, from the price data pydantic-ai
+    uses (`genai-prices`); None when it is not known. The offline summarizers cost nothing."""
+    if model in OFFLINE:
+        return (0.0, 0.0)
+    from genai_prices import Usage as Tokens
+    from genai_prices import calc_price
+
+    provider, _, name = model.rpartition(":")
+    tokens = Tokens(input_tokens=MILLION, output_tokens=MILLION)
+    for given in ([provider] if provider else []) + [None]:
+        try:
+            found = calc_price(tokens, name, provider_id=given)
+        except LookupError:
+            continue
+        return (float(found.input_price), float(found.output_price))
+    return None
+
+
+async def priced_usage(
+    store: Store,
+    thread: str | None = None,
+    *,
+    input_price: float | None = None,
+    output_price: float | None = None,
+) -> Usage:
+    """The recorded calls of one thread (or of every thread), each model at its known price.
+
+    A price given here replaces every model's; a model whose price is neither given nor known
+    has a cost of None in `models`, and is left out of the threads' and the total cost.
+    """
+    for name, value in (("input_price", input_price), ("output_price", output_price)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+        ):
+            raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
+    tallies: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for name in [thread] if thread is not None else await store.threads():
+        records = await store.export_thread(name)
+        for call in records.calls if records is not None else ():
+            tally = tallies[(name, call.model.split("\n", 1)[0])]
+            tally[0] += 1
+            tally[1] += call.ask.input_tokens
+            tally[2] += call.ask.output_tokens
+    prices: dict[str, tuple[float | None, float | None]] = {}
+    for model in sorted({model for _, model in tallies}):
+        known = known_price(model) if input_price is None or output_price is None else None
+        prices[model] = (
+            input_price if input_price is not None else None if known is None else known[0],
+            output_price if output_price is not None else None if known is None else known[1],
+        )
+
+    def cost(model: str, inp: int, out: int) -> float | None:
+        i, o = prices[model]
+        if i is None or o is None:
+            return None
+        return price(inp, out, input_price=i, output_price=o)
+
+    per_thread: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    per_model: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0])
+    for (name, model), (calls, inp, out) in tallies.items():
+        row = per_thread[name]
+        row[0], row[1], row[2] = row[0] + calls, row[1] + inp, row[2] + out
+        row[3] += cost(model, inp, out) or 0.0
+        total = per_model[model]
+        total[0], total[1], total[2] = total[0] + calls, total[1] + inp, total[2] + out
+    threads = tuple(
+        ThreadUsage(thread=name, calls=int(c), input_tokens=int(i), output_tokens=int(o), cost=k)
+        for name, (c, i, o, k) in sorted(per_thread.items())
+    )
+    models = tuple(
+        ModelUsage(
+            model=model, calls=int(c), input_tokens=int(i), output_tokens=int(o),
+            input_price=prices[model][0], output_price=prices[model][1],
+            cost=cost(model, int(i), int(o)),
+        )
+        for model, (c, i, o) in sorted(per_model.items())
+    )  # fmt: skip
+    return Usage(
+        threads=threads,
+        calls=sum(t.calls for t in threads),
+        input_tokens=sum(t.input_tokens for t in threads),
+        output_tokens=sum(t.output_tokens for t in threads),
+        cost=sum(t.cost for t in threads),
+        input_price=input_price,
+        output_price=output_price,
+        models=models,
     )

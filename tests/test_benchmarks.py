@@ -33,6 +33,7 @@ TINY = replace(
     repeats=2,
     memory=40,
     delay=0.01,
+    startup=0,
     cut_messages=8,
     threads=(1, 3),
     per_thread=(8, 6),

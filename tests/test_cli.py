@@ -8,12 +8,19 @@ import io
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import pytest
 
 import history
+from benchmarks import startup
+from history import HistorySettings, Reply, Task
 from history.cli import main
+from history.metering import known_price
+
+from .chats import ingest, long_chat
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "launch.jsonl"
@@ -249,3 +256,68 @@ def test_help_and_a_read_command_load_nothing_heavy(db: Path) -> None:
     assert loaded("threads", "--help", cwd=db.parent) == set()
     assert loaded("threads", "--json", "--db", str(db), cwd=db.parent) == {"aiosqlite"}
     assert loaded("show", "t", "--db", str(db), cwd=db.parent) == {"aiosqlite", "rich"}
+
+
+def test_the_startup_benchmark_times_commands_against_the_bare_interpreter(tmp_path: Path) -> None:
+    found = startup.measure(tmp_path, repeats=1, commands=[("--help",), ("threads", "--json")])
+    assert [s.command for s in found] == ["chat-outline --help", "chat-outline threads --json"]
+    assert all(s.seconds > s.baseline > 0 for s in found)
+    section = "\n".join(startup.report(found, 1))
+    assert "| `chat-outline threads --json` |" in section
+    assert (
+        startup.target(found).goal in "`--help` and a read command on a small store answer "
+        "within 0.5 s"
+    )
+
+
+class Priced:
+    """A summarizer under a model's name, reporting tokens as a provider would."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        return Reply(text=f"line {task.index}", input_tokens=1_000, output_tokens=10)
+
+
+async def calls_by(store: Path, **threads: str) -> None:
+    """Record some summarizer calls per thread, each thread by the model named."""
+    settings = HistorySettings(summarizer="echo", line=64, tail=(200, 400))
+    for thread, model in threads.items():
+        await ingest(long_chat(40, thread=thread), settings, store=str(store), model=Priced(model))
+
+
+def test_stats_prices_known_models_and_names_the_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.sqlite"
+    anyio.run(lambda: calls_by(db, a="openai:gpt-4.1-nano", b="mystery:model-x"))
+    nano = known_price("openai:gpt-4.1-nano")
+    assert nano is not None and nano[0] > 0 and nano[1] > 0
+    assert known_price("mystery:model-x") is None and known_price("echo") == (0.0, 0.0)
+
+    code, out, err = run(capsys, "stats", "--json", "--db", db)
+    assert code == 0 and err == (
+        "chat-outline: no known price for 'mystery:model-x': its calls are left out of the "
+        "cost (give --input-price and --output-price)\n"
+    )
+    meter = json.loads(out)
+    a, b = meter["models"]
+    assert (a["model"], a["input_price"], a["output_price"]) == ("mystery:model-x", None, None)
+    assert a["cost"] is None and a["calls"] > 0
+    assert (b["model"], b["input_price"], b["output_price"]) == ("openai:gpt-4.1-nano", *nano)
+    assert b["cost"] == pytest.approx(
+        (b["input_tokens"] * nano[0] + b["output_tokens"] * nano[1]) / 1e6
+    )
+    assert [(t["thread"], t["cost"]) for t in meter["threads"]] == [("a", b["cost"]), ("b", 0.0)]
+    assert meter["cost"] == b["cost"] and meter["input_price"] is None
+
+    code, out, err = run(capsys, "stats", "--json", "--input-price", "1", "--output-price", "2",
+                         "--db", db)  # fmt: skip
+    meter = json.loads(out)
+    assert code == 0 and err == ""
+    assert all((m["input_price"], m["output_price"]) == (1.0, 2.0) for m in meter["models"])
+    tokens = meter["input_tokens"] * 1.0 + meter["output_tokens"] * 2.0
+    assert meter["cost"] == pytest.approx(tokens / 1e6)
+    code, out, _ = run(capsys, "stats", "--db", db)
+    assert code == 0 and "openai:gpt-4.1-nano" in out and "?" in out
