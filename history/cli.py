@@ -14,14 +14,14 @@ import anyio
 from . import __version__
 from .errors import ConfigurationError, HistoryError
 from .options import budgets as _budgets
-from .options import db_option, store_of
+from .options import Parser, db_option, store_of
 
 if TYPE_CHECKING:
     from .settings import HistorySettings
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="chat-outline",
         description="A chat history plugin: a tail, a summary tree and a bounded outline.",
     )

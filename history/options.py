@@ -9,10 +9,17 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import ConfigurationError
 from .settings import parse_pair
+
+class Parser(argparse.ArgumentParser):
+    """A parser whose mistakes are one line on stderr, exit status 2, like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
 
 DB_VARIABLE = "CHAT_OUTLINE_DB"
 """The environment variable naming the store of every command that takes `--db`."""

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-
-from pydantic_ai.settings import ModelSettings
+from typing import TYPE_CHECKING
 
 from .errors import ConfigurationError, UnpinnedError
 from .store.records import Call
 from .summarizer import INSTRUCTIONS, Ask, Exhausted, Reply, Summarizer, Task
+
+if TYPE_CHECKING:
+    from pydantic_ai.settings import ModelSettings
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic_ai.models import Model
 
 from .asking import Asker, Counters, describe
 from .contract import Message, Outline, Stored, Summary
@@ -44,6 +44,10 @@ from .processors.weight import encoding, weight
 from .settings import HistorySettings, recorded
 from .store import Store, default_store, open_store
 from .summarizer import Ask, Summarizer, summarizer_for
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+    from typing_extensions import TypeIs
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +117,7 @@ class History:
                 f"timeout must be > 0 and 0 <= pause <= max_pause, got {timeout!r}, "
                 f"{pause!r}, {max_pause!r}"
             )
-        if model is None or isinstance(model, Model):
+        if model is None or _is_model(model):
             model = summarizer_for(model or settings.summarizer, settings=settings.model_settings)
         self.summarizer: Summarizer = model
         self.model_key = model_key(model.name, settings.model_settings)
@@ -449,3 +453,10 @@ class History:
                     ask.thread, describe(exc), ask.level, ask.index,
                     extra={"chat_thread": ask.thread},
                 )  # fmt: skip
+
+
+def _is_model(model: object) -> TypeIs[Model]:
+    """A pydantic-ai model given as the summarizer. Whoever made one imported pydantic-ai, so
+    a process that never did (the command line, a worker) is spared importing it."""
+    models = sys.modules.get("pydantic_ai.models")
+    return models is not None and isinstance(model, models.Model)

@@ -321,3 +321,24 @@ def test_stats_prices_known_models_and_names_the_unknown(
     assert meter["cost"] == pytest.approx(tokens / 1e6)
     code, out, _ = run(capsys, "stats", "--db", db)
     assert code == 0 and "openai:gpt-4.1-nano" in out and "?" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["threads", "--bogus"], "chat-outline: unrecognized arguments: --bogus (see "
+                                 "chat-outline --help)"),
+        (["show"], "chat-outline show: the following arguments are required: thread "
+                   "(see chat-outline show --help)"),
+        (["search", "t", "x", "--limit", "0"], "chat-outline search: argument --limit: must "
+                                                "be a whole number above 0, got '0' (see "
+                                                "chat-outline search --help)"),
+    ],
+)  # fmt: skip
+def test_a_usage_mistake_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr() == ("", message + "\n")
