@@ -221,12 +221,18 @@ def test_prompt_shows_the_view_of_the_threads_only_agent(
     )
 
 
-@pytest.mark.parametrize("where", ["/", "/no/such/folder/h.sqlite", "{tmp}"])
-@pytest.mark.parametrize("command", [["threads"], ["ingest", str(EXAMPLE)], ["prompt", "t"]])
+@pytest.mark.parametrize(
+    ("command", "where"),
+    [
+        (["threads"], "/"),
+        (["ingest", str(EXAMPLE)], "{tmp}"),
+        (["prompt", "t"], "/no/such/h.sqlite"),
+    ],
+)
 def test_an_unopenable_store_is_one_line_and_exit_2(
     tmp_path: Path, where: str, command: list[str]
 ) -> None:
-    where = where.format(tmp=tmp_path)  # a folder
+    where = where.format(tmp=tmp_path)  # a folder, the root, a folder that does not exist
     result = subprocess.run(
         [sys.executable, "-m", "history.cli", *command, "--db", where],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
@@ -261,6 +267,7 @@ def test_help_and_a_read_command_load_nothing_heavy(db: Path) -> None:
 def test_the_startup_benchmark_times_commands_against_the_bare_interpreter(tmp_path: Path) -> None:
     found = startup.measure(tmp_path, repeats=1, commands=[("--help",), ("threads", "--json")])
     assert [s.command for s in found] == ["chat-outline --help", "chat-outline threads --json"]
+    assert (tmp_path / "startup.sqlite").exists()
     assert all(s.seconds > s.baseline > 0 for s in found)
     section = "\n".join(startup.report(found, 1))
     assert "| `chat-outline threads --json` |" in section
