@@ -13,8 +13,8 @@ import anyio
 
 from . import __version__
 from .errors import ConfigurationError, HistoryError
-from .options import budgets as _budgets
 from .options import Parser, db_option, store_of
+from .options import budgets as _budgets
 
 if TYPE_CHECKING:
     from .settings import HistorySettings

@@ -417,12 +417,13 @@ async def only_agent(history: History, thread: str) -> str | None:
     """The agent whose view `prompt` shows when none is named: the one author of the messages
     sent whole that makes tool steps or is called `assistant`; None when there are none or
     several (those are named on stderr)."""
-    from . import report
     from .ingest import ASSISTANT
+    from .report import sent_whole
 
-    snap = await report.snapshot(history.store, thread)
+    outline = await history.outline(thread)
+    whole = await sent_whole(history.store, outline) if outline is not None else ()
     agents = sorted(
-        {s.message.author for s in snap.whole if s.message.step or s.message.author == ASSISTANT}
+        {s.message.author for s in whole if s.message.step or s.message.author == ASSISTANT}
     )
     if len(agents) > 1:
         _say(f"thread {thread!r} has agents {', '.join(agents)}: showing nobody's view "

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 from .errors import ConfigurationError
 from .settings import parse_pair
 
+
 class Parser(argparse.ArgumentParser):
     """A parser whose mistakes are one line on stderr, exit status 2, like every other error."""
 

@@ -85,12 +85,10 @@ async def snapshot(store: Store, thread: str) -> Snapshot:
     outline = await store.outline(thread)
     if outline is None:
         raise NotFoundError(f"no thread {thread!r} in {store.url!r}")
-    first = outline.tail[0].seq if outline.tail else outline.position + 1
-    whole = await store.messages(thread, first, outline.position)
-    whole += await store.pending(thread, outline.position, EVERYTHING)
     nodes = await store.summaries(thread)
     about = next(iter(await store.about(thread)), None)
-    return Snapshot(outline=outline, nodes=tuple(nodes), whole=tuple(whole), about=about)
+    whole = await sent_whole(store, outline)
+    return Snapshot(outline=outline, nodes=tuple(nodes), whole=whole, about=about)
 
 
 async def resolve(store: Store, name: str) -> str:
@@ -122,6 +120,14 @@ def matches(figures: Figures, text: str) -> bool:
     """Whether a thread's id or title holds `text`, case aside (`threads --match`)."""
     wanted = text.casefold()
     return wanted in figures.thread.casefold() or wanted in (figures.title or "").casefold()
+
+
+async def sent_whole(store: Store, outline: Outline) -> tuple[Stored, ...]:
+    """The messages an agent is sent whole: the tail, then any pending message."""
+    first = outline.tail[0].seq if outline.tail else outline.position + 1
+    whole = await store.messages(outline.thread, first, outline.position)
+    whole += await store.pending(outline.thread, outline.position, EVERYTHING)
+    return tuple(whole)
 
 
 def threads_table(figures: Sequence[Figures]) -> Table:
