@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 _MAINTENANCE = ("rebuild", "export", "load", "stats")
 
 
-def _maintenance_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _maintenance_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     from .maintenance import add_commands
 
     add_commands(commands, budgets=_budgets)
@@ -115,7 +115,7 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _worker_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _worker_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     worker = commands.add_parser(
         "worker", help="process the threads of a shared store until stopped (SIGTERM, SIGINT)"
     )

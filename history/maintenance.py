@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TextIO
 import anyio
 
 from .errors import InputError, NotFoundError, RebuildRefused, UnpinnedError
-from .options import db_option, given_budgets, json_option
+from .options import Parser, db_option, given_budgets, json_option
 from .report import resolve
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ REFUSED = 3
 
 
 def add_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: argparse._SubParsersAction[Parser],
     *,
     budgets: Callable[[argparse.ArgumentParser], None],
 ) -> None:
