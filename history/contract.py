@@ -279,7 +279,7 @@ class Stored:
 
 @dataclass(frozen=True, kw_only=True)
 class Hit:
-    """A search result: a line or a shared message, by the label to zoom into."""
+    """A search result: a line or a message, by the label to zoom into."""
 
     label: str
     """The node's label, `"{first message}+{count}"`; a message's is `"{index}+1"`."""
@@ -291,6 +291,26 @@ class Hit:
     """The newest instant the line covers; the message's own."""
     message: str | None
     """The id of the message the hit is on; None for a hit on a line."""
+    since: datetime | None = None
+    """The oldest instant the line covers (a message's own `at`); None when not known."""
+    agent: str = ""
+    """Whose it is: `''` for the shared messages and lines, else the agent of a step."""
+    terms: tuple[str, ...] = ()
+    """The query's words it holds (as the query wrote them, matched by their stems); empty for
+    a message found through the messages next to it."""
+    score: float = 0.0
+    """How well it matched, as search ranks: a message up to 2 (its own match and its
+    neighbourhood's, each against the best), a line up to 1."""
+
+    @property
+    def first(self) -> int:
+        """The index of the first message it covers."""
+        return self.index << self.level
+
+    @property
+    def count(self) -> int:
+        """How many messages it covers."""
+        return 1 << self.level
 
 
 @dataclass(frozen=True, kw_only=True)

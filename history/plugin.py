@@ -123,7 +123,9 @@ class History:
         self.model_key = model_key(model.name, settings.model_settings)
         if store is None:
             store = default_store()
-        self.store: Store = store if not isinstance(store, str | Path) else open_store(store)
+        if isinstance(store, str | Path):
+            store = open_store(store, search_language=settings.search_language)
+        self.store: Store = store
         self.counters = Counters()
         self._pause, self._max_pause = pause, max_pause
         self._asker = Asker(model, self.counters, concurrency=concurrency, timeout=timeout)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
+from .terms import check_language
 
 if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings
@@ -36,6 +37,8 @@ class HistorySettings:
     """The tiktoken encoding that weighs messages."""
     model_settings: ModelSettings | None = field(default=None)
     """pydantic-ai model settings for the summarizer (max tokens, temperature, ...)."""
+    search_language: str = "english"
+    """The language search stems words in (a Snowball stemmer's name), or `simple` for none."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.summarizer, str) or not self.summarizer.strip():
@@ -51,6 +54,7 @@ class HistorySettings:
                     f"{name} must grow from its first number to a larger one, got {(low, high)!r}"
                 )
             object.__setattr__(self, name, (low, high))
+        check_language(self.search_language)
         if not isinstance(self.encoding, str) or not self.encoding:
             raise ConfigurationError(
                 f"encoding must name a tiktoken encoding, got {self.encoding!r}"

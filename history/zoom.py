@@ -72,26 +72,22 @@ async def zoom(
     )  # fmt: skip
 
 
-async def search(history: History, thread: str, query: str, *, limit: int = 10) -> list[Hit]:
-    """The thread's lines and messages that match `query`'s words, one hit per label.
+async def search(
+    history: History, thread: str, query: str, *, limit: int = 10, agent: str | None = None
+) -> list[Hit]:
+    """The thread's messages and lines that match `query`, ranked as `history.store.ranking`
+    says: at most `limit` distinct hits, the best first.
 
-    The most relevant come first, then the newest. A hit's text is one line, at most the
-    thread's `line` bytes.
+    A line is listed only when it holds a word of the query that no better hit holds. A hit's
+    text is one line, at most the thread's `line` bytes. With `agent`, its own steps and step
+    lines are searched too.
     """
-    found = await history.store.search(thread, query, 2 * limit)
-    hits: list[Hit] = []
-    seen: set[str] = set()
-    for hit in found:
-        if hit.label in seen:
-            continue  # a message and its own line: the better-ranked one stands for both
-        seen.add(hit.label)
+    hits = []
+    for hit in await history.store.search(thread, query, limit, agent=agent):
         text = one_line(hit.text)
         if size(text) > history.settings.line:
             text = cut(text, history.settings.line)
-        hits.append(Hit(label=hit.label, level=hit.level, index=hit.index, text=text, at=hit.at,
-                        message=hit.message))  # fmt: skip
-        if len(hits) == limit:
-            break
+        hits.append(replace(hit, text=text))
     return hits
 
 

@@ -197,6 +197,7 @@ async def test_the_agent_searches_its_thread(open_history: Opener) -> None:
         seen = await run_once(run, script)
     assert prompt_text(seen[1]).endswith(
         "[tool return s] search_history\n2+1|Ana → north: We need a trailer\n"
+        "3+1|north → Ana: ok\n1+1|north → Ana: ok\n"  # the replies around it
     )
 
 

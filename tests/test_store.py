@@ -298,11 +298,13 @@ async def test_search_finds_shared_messages_and_lines_by_any_word(store: Store) 
     await write(store, "t", [node("t", 1, 0, "Both agree on the venue")])
 
     hits = await store.search("t", "Venue, PDF?", 10)
+    at = START + timedelta(minutes=1)
     assert hits[0] == Hit(
         label="1+1", level=0, index=1, text="Ana → north: lunch at noon, then the venue [plan.pdf]",
-        at=START + timedelta(minutes=1), message="t-1",
+        at=at, since=at, message="t-1", terms=("venue", "pdf"), score=2.0,
     )  # fmt: skip
-    assert {(h.label, h.message) for h in hits[1:]} == {("0+1", "t-0"), ("0+2", None)}
+    # The line over both holds no word the messages do not: it is not listed.
+    assert [(h.label, h.message, h.terms) for h in hits[1:]] == [("0+1", "t-0", ("venue",))]
     assert len(await store.search("t", "venue", 2)) == 2
     assert await store.search("t", "tool", 10) == []  # steps are not searched
     assert await store.search("t", "?!", 10) == await store.search("t", "venue", 0) == []
@@ -316,18 +318,28 @@ async def test_search_finds_shared_messages_and_lines_by_any_word(store: Store) 
 async def test_search_weighs_rare_words_over_common_ones_then_prefers_the_newest(
     store: Store,
 ) -> None:
-    for k, text in enumerate(["venue", "the the the the", "the the the the", "the the the the"]):
+    texts = ["venue", "lunch", "x", "lunch lunch", "y", "lunch lunch", "z", "lunch venue"]
+    for k, text in enumerate(texts):
         await store.add(message(k, text), 5)
-    hits = await store.search("t", "the venue", 10)
-    assert [h.message for h in hits] == ["t-0", "t-3", "t-2", "t-1"]
+    hits = await store.search("t", "the venue lunch", 10)
+    # Both words, then the rare one; "the" is left out of the query.
+    assert [(h.message, h.terms) for h in hits[:2]] == [
+        ("t-7", ("venue", "lunch")), ("t-0", ("venue",)),
+    ]  # fmt: skip
+    # Two messages that match alike, with windows alike: the newest first.
+    found = [h.message for h in hits]
+    assert found.index("t-5") == found.index("t-3") - 1
+    assert hits[found.index("t-5")].score == hits[found.index("t-3")].score
 
 
 async def test_search_ignores_case_and_the_accents_of_latin_letters(store: Store) -> None:
     await store.add(message(0, "Déjà vu à ZÜRICH"), 5)
     await store.add(message(1, "Ελλάδα, й"), 5)
-    assert [h.message for h in await store.search("t", "deja zurich", 10)] == ["t-0"]
-    assert [h.message for h in await store.search("t", "DÉJÀ", 10)] == ["t-0"]
-    assert [h.message for h in await store.search("t", "ελλάδα", 10)] == ["t-1"]
+    assert [h.terms for h in await store.search("t", "deja zurich", 10)] == [("deja", "zurich"), ()]
+    assert [h.message for h in await store.search("t", "DÉJÀ", 10)] == ["t-0", "t-1"]
+    assert [(h.message, h.terms) for h in await store.search("t", "ελλάδα", 10)] == [
+        ("t-1", ("ελλάδα",)), ("t-0", ()),
+    ]  # fmt: skip
     assert await store.search("t", "ελλαδα и", 10) == []  # other scripts keep their accents
 
 

@@ -122,7 +122,10 @@ async def test_search_ranks_by_relevance_then_recency(open_history: Opener, data
         )
         hits = await search(run.history, "t", "Venue?")
         nothing = await search(run.history, "t", "?!")
-    assert [(h.label, h.message) for h in hits] == [("3+1", "t-3"), ("2+1", "t-2"), ("0+1", "t-0")]
+    # Then message 1, which holds no venue but sits between two: found through its neighbours.
+    assert [(h.label, h.message) for h in hits] == [
+        ("3+1", "t-3"), ("2+1", "t-2"), ("0+1", "t-0"), ("1+1", "t-1"),
+    ]  # fmt: skip
     assert hits[1].text == "Ana → north: the venue is booked"
     assert nothing == []
 
@@ -133,26 +136,21 @@ async def test_search_finds_lines_once_per_label(open_history: Opener, database:
         long = "the budget for the stage lights, " * 3
         await run.send(*exchange([long, "anything else", "more", "and more", "the end"]))
         hits = await search(run.history, "t", "budget", limit=5)
-    # Message 0's own line is "S0" (scripted): the message is found, then the lines over it.
-    assert [(h.label, h.level, h.message) for h in hits] == [("0+1", 0, "t-0")]
+    # Message 0's own line is "S0" (scripted): the message is found, then its neighbour.
+    assert [(h.label, h.level, h.message) for h in hits] == [("0+1", 0, "t-0"), ("1+1", 0, "t-1")]
 
 
 async def test_search_forgets_an_erased_thread(open_history: Opener, database: str) -> None:
     async with open_history(tail=(30, 60), store=database) as run:
         await run.send(*exchange(["the venue is booked", "a", "b", "c"]))
-        assert [h.label for h in await search(run.history, "t", "venue")] == ["0+1", "0+2"]
+        assert [h.label for h in await search(run.history, "t", "venue")] == ["0+1", "1+1"]
         await run.history.thread_deleted("t")
         assert await search(run.history, "t", "venue") == []
 
 
 UNINDEXED = {
-    "sqlite": ["DROP TABLE search", "DROP TRIGGER search_message"],
-    "postgresql": [
-        "DROP TABLE search",
-        "DROP FUNCTION search_message() CASCADE",  # and its trigger
-        "DROP FUNCTION search_line(message)",
-        "DROP FUNCTION search_fold(text)",
-    ],
+    "sqlite": ["DROP TABLE search_words", "DROP TABLE search", "DROP TABLE search_language"],
+    "postgresql": ["DROP TABLE search", "DROP TABLE search_language"],
 }
 """How to take a database back to before search."""
 
@@ -167,15 +165,15 @@ async def test_an_older_database_is_indexed_when_opened(
         await run.send(*sent)
         expected = await search(run.history, "t", "venue plan")
     kind = "postgresql" if database.startswith("postgresql://") else "sqlite"
-    for statement in [*UNINDEXED[kind], "DELETE FROM migration WHERE name = '0005_search'"]:
+    forget = "DELETE FROM migration WHERE name IN ('0005_search', '0012_search2')"
+    for statement in [*UNINDEXED[kind], forget]:
         await anyio.to_thread.run_sync(run_sql, database, statement)
     async with open_history(tail=(30, 60), store=database) as run:
         hits = await search(run.history, "t", "venue plan")
-    # The labels and lines come back; which of a message and its own line stands for the label
-    # may change, as they rank the same.
-    assert [(h.label, h.text) for h in hits] == [(h.label, h.text) for h in expected]
-    assert [(h.label, h.level, h.text) for h in hits] == [
-        ("6+1", 0, "Ana → north: the venue [plan.pdf]"),
-        ("0+1", 0, "Ana → north: the venue is booked"),
-        ("0+2", 1, "Ana → north: the venue is booked north → Ana: ok"),
+    assert hits == expected
+    assert [(h.label, h.level, h.text, h.terms) for h in hits] == [
+        ("6+1", 0, "Ana → north: the venue [plan.pdf]", ("venue", "plan")),
+        ("5+1", 0, "north → Ana: ok", ()),  # the reply before it, through its neighbour
+        ("0+1", 0, "Ana → north: the venue is booked", ("venue",)),
+        ("1+1", 0, "north → Ana: ok", ()),
     ]

@@ -23,6 +23,9 @@ class Store(Protocol):
     """What the plugin needs from a database. One contract test suite runs against each."""
 
     url: str
+    language: str
+    """The language search stems in (`history.terms`), known once open. Every process sharing
+    a store must ask for the same one, or each indexes the store again when it opens."""
     shared: bool
     """Other processes may process the same threads: each claim starts from what is committed."""
 
@@ -111,11 +114,14 @@ class Store(Protocol):
         """The thread's nodes at `(level, index)` keys that exist, in the order of `keys`."""
         ...
 
-    async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
-        """The thread's lines and shared messages that match the words of `query`.
+    async def search(
+        self, thread: str, query: str, limit: int, *, agent: str | None = None
+    ) -> list[Hit]:
+        """The thread's lines and shared messages that match the words of `query`, ranked as
+        `ranking` says: at most `limit` distinct hits, the best first.
 
-        At most `limit` hits, the most relevant first, then the newest. A message and its own
-        level-0 line may both be hits (same label). A query with no words finds nothing.
+        With `agent`, that agent's own step rows too (the shared ones always). A query with no
+        words finds nothing.
         """
         ...
 
@@ -157,11 +163,19 @@ def default_store() -> str:
     return DEFAULT_STORE
 
 
-def open_store(where: str | Path, *, create: bool = True, read_only: bool = False) -> Store:
+def open_store(
+    where: str | Path,
+    *,
+    create: bool = True,
+    read_only: bool = False,
+    search_language: str | None = None,
+) -> Store:
     """A store for a path (SQLite) or a `postgresql://` URL.
 
     For a SQLite file, `create=False` refuses a missing or empty file rather than make a store
-    there, and `read_only` reads without writing (nor creating) anything.
+    there, and `read_only` reads without writing (nor creating) anything. `search_language` is
+    the language search stems in; None keeps the one the database was indexed in (English for
+    a new one), and another indexes it again on opening.
     """
     text = str(where)
     if text.startswith(("postgresql://", "postgres://")):
@@ -171,8 +185,8 @@ def open_store(where: str | Path, *, create: bool = True, read_only: bool = Fals
             raise ConfigurationError(
                 f"{text!r} needs asyncpg: pip install 'chat-outline[postgres]' ({exc})"
             ) from exc
-        return PostgresStore(text)
+        return PostgresStore(text, language=search_language)
     from .sqlite import SQLiteStore
 
     path = text.removeprefix("sqlite:///").removeprefix("sqlite://")
-    return SQLiteStore(path, create=create, read_only=read_only)
+    return SQLiteStore(path, create=create, read_only=read_only, language=search_language)

@@ -19,7 +19,7 @@ become StoreError here and nowhere else.
 
 from __future__ import annotations
 
-import re
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
@@ -29,21 +29,25 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import asyncpg
 
+from .. import terms
 from ..contract import About, Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
-from . import records, rows
+from . import ranking, records, rows
 from .claims import DRIVER_ERRORS, Claims, quietly, store_error
-from .postgres_records import apply, foreign, thread_records
+from .postgres_records import INSERT_SEARCH, apply, foreign, index_lines, thread_records
 from .records import Loaded, ThreadRecords
 from .rows import (
     CALL_COLUMNS,
+    CANDIDATE_COLUMNS,
+    DETAIL_COLUMNS,
     MESSAGE_COLUMNS,
     OUTLINE_COLUMNS,
-    SEARCH_COLUMNS,
     SUMMARY_COLUMNS,
     THREAD_COLUMNS,
 )
+
+log = logging.getLogger(__name__)
 
 _SPACES = (
     "SELECT hashtext('chat-history:seq:' || current_schema()), "
@@ -52,31 +56,35 @@ _SPACES = (
 )
 """Advisory lock namespaces, one per schema: stores in other schemas of a database never meet."""
 
-SEARCH = f"""
-WITH term AS (
-    SELECT DISTINCT to_tsquery('simple', search_fold(word)) AS query
-    FROM unnest($2::text[]) AS word
-), hit AS MATERIALIZED (
-    SELECT {SEARCH_COLUMNS}, words FROM search
-    WHERE thread = $1 AND words @@ to_tsquery('simple', search_fold(array_to_string($2, ' | ')))
-), weight AS MATERIALIZED (
-    SELECT query, ln(1 + (total.n - df + 0.5) / (df + 0.5)) AS idf
-    FROM (SELECT query, (SELECT count(*) FROM hit WHERE words @@ query) AS df FROM term) AS counted,
-         (SELECT count(*) AS n FROM search WHERE thread = $1) AS total
-    WHERE df > 0
-)
-SELECT {SEARCH_COLUMNS} FROM hit
-ORDER BY (SELECT sum(idf * ts_rank(words, query, 1)) FROM weight) DESC, at COLLATE "C" DESC,
-         level, idx, message IS NULL
-LIMIT $3
+CANDIDATES = f"""
+SELECT {CANDIDATE_COLUMNS}, ARRAY(
+    SELECT (length(words) - length(replace(words, term, ''))) / length(term)
+    FROM unnest($4::text[]) WITH ORDINALITY AS counted (term, n) ORDER BY n
+) FROM search
+WHERE string_to_array(words, ' ') && $1::text[] AND thread = $2 AND agent = ANY($3::text[])
 """
-"""The thread's rows with any of the words ($2), the most relevant first (at most $3).
+"""The thread's rows holding any of the keyed terms ($1), through the GIN index of the terms,
+with how often each comes in them ($4: the terms as `terms.counted` gives them)."""
 
-As SQLite's bm25 does, each word counts by its rarity (its idf among the thread's rows; `the` in
-every line counts next to nothing), then by how often it comes in the row (`ts_rank`, divided by
-1 + the log of the row's length, so that a long line does not win by its length alone). Of a
-message and its own line, which rank the same, the message comes first.
+DETAILS = f"""
+SELECT {DETAIL_COLUMNS} FROM search
+JOIN unnest($2::text[], $3::boolean[], $4::integer[], $5::bigint[]) AS k (agent, line, level, idx)
+    USING (agent, line, level, idx)
+WHERE thread = $1
 """
+"""What the listed results show, by their keys."""
+
+CORPORA = """
+SELECT line, count(*), sum(length) FROM search WHERE thread = $1 AND agent = ANY($2::text[])
+GROUP BY line
+"""
+
+AROUND = """
+SELECT agent, idx, length, at FROM search
+JOIN unnest($2::text[], $3::bigint[]) AS place (agent, idx) USING (agent, idx)
+WHERE thread = $1 AND NOT line AND level = 0
+"""
+"""The messages indexed at (agent, index) places."""
 
 CLOSE_TIMEOUT = 10.0
 """Seconds closing waits for connections in use before it drops them."""
@@ -91,11 +99,15 @@ class PostgresStore:
 
     shared = True
 
-    def __init__(self, url: str, *, pool: int = 10) -> None:
+    def __init__(self, url: str, *, pool: int = 10, language: str | None = None) -> None:
         """Args:
         url: a `postgresql://` URL; its query parameters are server settings (`search_path`).
         pool: the most connections this store opens at once, besides the claims' one.
+        language: the language search stems in (`history.terms`; `simple` stems nothing);
+            None for the one the database was indexed in (English for a new one).
         """
+        self._language = None if language is None else terms.check_language(language)
+        self.language = language or terms.DEFAULT_LANGUAGE
         self.url = _redacted(url)
         """The URL without its password, for messages and logs."""
         self._dsn = url
@@ -185,7 +197,37 @@ class PostgresStore:
                     name,
                     datetime.now(UTC).isoformat(),
                 )
+        async with self._write() as db:
+            await db.execute(lock, migrate_space)
+            await self._index(db)
         return int(claim_space)
+
+    async def _index(self, db: asyncpg.pool.PoolConnectionProxy) -> None:
+        """Index every thread for search again when the index is missing or in another
+        language (a store written by an older version, or opened with another language)."""
+        done = await db.fetch("SELECT language FROM search_language")
+        recorded = [r[0] for r in done]
+        self.language = self._language or next(iter(recorded), terms.DEFAULT_LANGUAGE)
+        if recorded == [self.language]:
+            return
+        log.info("indexing %r for search in %s", self.url, self.language)
+        await db.execute("DELETE FROM search")
+        await db.execute("DELETE FROM search_language")
+        for (thread,) in await db.fetch("SELECT DISTINCT thread FROM message"):
+            messages = await db.fetch(
+                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = $1 AND NOT step", thread
+            )
+            nodes = await db.fetch(
+                f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = $1", thread
+            )
+            found = rows.thread_search_rows(
+                [rows.stored_from_row(_values(r)) for r in messages],
+                [rows.summary_from_row(_values(r)) for r in nodes],
+                self.language,
+            )
+            if found:
+                await db.executemany(INSERT_SEARCH, found)
+        await db.execute("INSERT INTO search_language (language) VALUES ($1)", self.language)
 
     async def add(
         self, message: Message, weight: int, *, native: str | None = None
@@ -206,6 +248,10 @@ class PostgresStore:
                 rows.check_redelivery(message, rows.stored_from_row(_values(found)))
                 return None
             seq, index = placed
+            if index is not None:
+                await db.execute(
+                    INSERT_SEARCH, *rows.message_search_row(message, index, self.language)
+                )
             if seq == 0:
                 await db.execute(
                     f"INSERT INTO outline ({OUTLINE_COLUMNS}) "
@@ -312,10 +358,7 @@ class PostgresStore:
                         f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7)",
                         [rows.summary_row(node) for node in written],
                     )
-                    await db.executemany(
-                        f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6)",
-                        [rows.summary_search_row(node) for node in written],
-                    )
+                    await index_lines(db, before.thread, written, self.language)
                 if asks:
                     first = await db.fetchval(
                         "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = $1",
@@ -392,13 +435,34 @@ class PostgresStore:
         by_key = {(node.level, node.index): node for node in nodes}
         return [by_key[key] for key in keys if key in by_key]
 
-    async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
-        words = re.findall(r"\w+", query)  # the words SQLite's search matches any of
-        if not words or limit <= 0:
+    async def search(
+        self, thread: str, query: str, limit: int, *, agent: str | None = None
+    ) -> list[Hit]:
+        stems = terms.query_terms(query, self.language)
+        if not stems or limit <= 0:
             return []
-        async with self._read() as db:
-            found = await db.fetch(SEARCH, thread, words, limit)
-        return [rows.hit_from_row(_values(r)) for r in found]
+        agents = ["", agent] if agent else [""]
+        tokens = [(a, stem) for a in agents for stem in stems]
+        keyed = [terms.key(thread, a) + stem for a, stem in tokens]
+        counted = [terms.counted(t) for t in keyed]
+        async with self._read() as db, db.transaction(isolation="repeatable_read", readonly=True):
+            found = await db.fetch(CANDIDATES, keyed, thread, agents, counted)
+            candidates = [
+                rows.row_from_candidate((*r[:-1], *r[-1]), tokens) for r in map(_values, found)
+            ]
+            sizes = await db.fetch(CORPORA, thread, agents)
+            messages, lines = rows.corpora([_values(r) for r in sizes])
+            around = sorted(ranking.around(candidates))
+            nearby = await db.fetch(AROUND, thread, *_places(around))
+            places = rows.places([_values(r) for r in nearby])
+            ranked = ranking.rank(
+                candidates, stems, messages=messages, lines=lines, places=places, limit=limit
+            )
+            keys = [r.key for r in ranked]
+            columns = [[key[k] for key in keys] for k in range(4)]
+            read = await db.fetch(DETAILS, thread, *columns) if keys else []
+            details = dict(rows.detail_from_row(_values(r)) for r in read)
+        return ranking.hits(ranked, details)
 
     async def export_thread(self, thread: str) -> ThreadRecords | None:
         async with self._read() as db, db.transaction(isolation="repeatable_read", readonly=True):
@@ -422,7 +486,7 @@ class PostgresStore:
                 for incoming in batch
             ]  # every plan first: a contradiction is refused before anything is written
             for plan in plans:
-                await apply(db, plan)
+                await apply(db, plan, self.language)
         return Loaded(
             threads=len(plans),
             written=sum(p.written for p in plans),
@@ -441,6 +505,10 @@ def _redacted(url: str) -> str:
         return url
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def _places(places: Sequence[tuple[str, int]]) -> tuple[list[str], list[int]]:
+    return [agent for agent, _ in places], [index for _, index in places]
 
 
 def _values(record: asyncpg.Record) -> tuple[Any, ...]:

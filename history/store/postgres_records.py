@@ -3,16 +3,18 @@
 The pure part of a load, `records.plan`, is every store's; only the reads and the writes are
 here. A load holds each thread's lock (the one `add` and `erase` take) and its outline row (the
 one a commit updates), so nothing of the thread changes between what is planned and what is
-written. Shared messages are indexed for search by the trigger that indexes every stored one;
-loaded summaries are indexed here, as a commit indexes the ones it writes.
+written. Loaded shared messages and summaries are indexed for search here, as `add` and a
+commit index the ones they write.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
+from ..contract import Summary
 from . import records, rows
 from .records import ThreadRecords
 from .rows import (
@@ -78,28 +80,47 @@ async def foreign(db: Connection, incoming: ThreadRecords) -> dict[str, str]:
     return {id: thread for id, thread in found}
 
 
-async def apply(db: Connection, plan: records.Plan) -> None:
+INSERT_SEARCH = f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)"
+
+
+async def index_lines(db: Connection, thread: str, nodes: Sequence[Summary], language: str) -> None:
+    """Index lines for search, with the days from their first message's to their own."""
+    if not nodes:
+        return
+    found = await db.fetch(
+        "SELECT idx, at FROM message WHERE thread = $1 AND NOT step AND idx = ANY($2::bigint[])",
+        thread, rows.first_indexes(nodes),
+    )  # fmt: skip
+    firsts = {index: at for index, at in found}
+    await db.executemany(INSERT_SEARCH, rows.line_search_rows(nodes, firsts, language))
+
+
+async def apply(db: Connection, plan: records.Plan, language: str) -> None:
     """Write what the plan says, in the caller's transaction."""
     if plan.about is not None:
         about = plan.about
         await db.execute(rows.numbered(rows.DESCRIBE), plan.thread, about.title, about.settings)
     if plan.clear:
         await db.execute("DELETE FROM summary WHERE thread = $1", plan.thread)
-        await db.execute("DELETE FROM search WHERE thread = $1 AND message IS NULL", plan.thread)
+        await db.execute("DELETE FROM search WHERE thread = $1 AND line", plan.thread)
     if plan.messages:
         await db.executemany(
             f"INSERT INTO message ({MESSAGE_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)",
             [rows.loaded_message_row(s) for s in plan.messages],
         )
+        shared = [s for s in plan.messages if s.index is not None and not s.message.step]
+        if shared:
+            await db.executemany(
+                INSERT_SEARCH,
+                [rows.message_search_row(s.message, s.index, language) for s in shared
+                 if s.index is not None],
+            )  # fmt: skip
     if plan.summaries:
         await db.executemany(
             f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7)",
             [rows.summary_row(node) for node in plan.summaries],
         )
-        await db.executemany(
-            f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6)",
-            [rows.summary_search_row(node) for node in plan.summaries],
-        )
+        await index_lines(db, plan.thread, plan.summaries, language)
     if plan.calls:
         await db.executemany(
             rows.numbered(rows.INSERT_CALL),

@@ -12,11 +12,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import terms
 from ..contract import (
     About,
     Entry,
     File,
-    Hit,
     Message,
     Outline,
     Stored,
@@ -25,8 +25,9 @@ from ..contract import (
     format_at,
 )
 from ..errors import ConflictError
-from ..lines import label
+from ..lines import line_of
 from ..summarizer import Ask
+from .ranking import Corpus, Detail, Key, Place, Row
 
 COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -37,6 +38,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0005_search", "search.sql"),
     ("0010_native", "native.sql"),
     ("0011_thread", "thread.sql"),
+    ("0012_search2", "search2.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 
@@ -58,7 +60,11 @@ OUTLINE_COLUMNS = (
     "thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining, "
     "position, version"
 )
-SEARCH_COLUMNS = "text, thread, level, idx, message, at"
+SEARCH_COLUMNS = "thread, agent, line, level, idx, message, since, at, text, words, length"
+CANDIDATE_COLUMNS = "agent, line, level, idx, at, length"
+DETAIL_COLUMNS = "agent, line, level, idx, message, since, text"
+COUNT = "(length(words) - length(replace(words, {term}, ''))) / {size}"
+"""How often a term (as `terms.counted` gives it, and its length) comes in a row's words."""
 CALL_COLUMNS = (
     "thread, key, n, model, level, idx, prompts, answers, line, outcome, "
     "input_tokens, output_tokens"
@@ -275,20 +281,86 @@ def ask_from_row(row: Sequence[Any]) -> Ask:
     )
 
 
-def summary_search_row(node: Summary) -> tuple[Any, ...]:
-    return (node.text, node.thread, node.level, node.index, None, format_at(node.at))
+def message_search_row(message: Message, index: int, language: str) -> tuple[Any, ...]:
+    """A shared message's search row: its line (`line_of`) and its day, stemmed in `language`."""
+    m, at = message, format_at(message.at)
+    found = terms.indexed(line_of(m), m.at, m.at, language)
+    words = terms.keyed(terms.key(m.thread, ""), found)
+    return (m.thread, "", False, 0, index, m.id, at, at, line_of(m), words, len(found))
 
 
-def hit_from_row(row: Sequence[Any]) -> Hit:
-    text, _thread, level, index, message, at = row
-    return Hit(
-        label=label(level, index),
-        level=level,
-        index=index,
-        text=text,
-        at=datetime.fromisoformat(at),
-        message=message,
-    )
+def line_search_row(node: Summary, since: datetime, language: str) -> tuple[Any, ...]:
+    """A line's search row: its text and the days from `since` (its first message's) to its
+    `at`, stemmed in `language`."""
+    found = terms.indexed(node.text, since, node.at, language)
+    words = terms.keyed(terms.key(node.thread, ""), found)
+    return (
+        node.thread, "", True, node.level, node.index, None, format_at(since), format_at(node.at),
+        node.text, words, len(found),
+    )  # fmt: skip
+
+
+FIRST_AT = """
+SELECT idx, at FROM message WHERE thread = ? AND NOT step AND idx IN ({})
+"""
+"""The `at` of shared messages by index: the first message of each line being indexed."""
+
+
+def first_indexes(nodes: Sequence[Summary]) -> list[int]:
+    """The index of the first message each node covers."""
+    return sorted({node.index * 2**node.level for node in nodes})
+
+
+def line_search_rows(
+    nodes: Sequence[Summary], firsts: dict[int, str], language: str
+) -> list[tuple[Any, ...]]:
+    """The search rows of lines, given the `at` of their first messages by index (a line whose
+    first message is not stored counts from its own `at`)."""
+    found = []
+    for node in nodes:
+        first = firsts.get(node.index * 2**node.level)
+        since = datetime.fromisoformat(first) if first is not None else node.at
+        found.append(line_search_row(node, since, language))
+    return found
+
+
+def row_from_candidate(row: Sequence[Any], tokens: Sequence[tuple[str, str]]) -> Row:
+    """A candidate from its `CANDIDATE_COLUMNS` and its counts of `tokens` (agent, stem)."""
+    agent, line, level, index, at, length, *counts = row
+    return Row(
+        agent=agent, line=bool(line), level=level, index=index, at=at, length=length,
+        counts={stem: n for (a, stem), n in zip(tokens, counts, strict=True) if a == agent and n},
+    )  # fmt: skip
+
+
+def detail_from_row(row: Sequence[Any]) -> tuple[Key, Detail]:
+    """A listed result's `DETAIL_COLUMNS`, by its key."""
+    agent, line, level, index, message, since, text = row
+    return (agent, bool(line), level, index), Detail(message=message, since=since, text=text)
+
+
+def thread_search_rows(
+    messages: Sequence[Stored], nodes: Sequence[Summary], language: str
+) -> list[tuple[Any, ...]]:
+    """The search rows of a thread's shared messages and lines (an index being rebuilt)."""
+    shared = [s for s in messages if s.index is not None and not s.message.step]
+    firsts = {s.index: format_at(s.message.at) for s in shared if s.index is not None}
+    found = [
+        message_search_row(s.message, s.index, language) for s in shared if s.index is not None
+    ]
+    return found + line_search_rows(nodes, firsts, language)
+
+
+def corpora(found: Sequence[Sequence[Any]]) -> tuple[Corpus, Corpus]:
+    """The messages' and the lines' corpus from `line, count, sum(length)` rows."""
+    sizes = {bool(line): Corpus(rows=n, terms=int(total or 0)) for line, n, total in found}
+    empty = Corpus(rows=0, terms=0)
+    return sizes.get(False, empty), sizes.get(True, empty)
+
+
+def places(found: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Place]:
+    """Messages around the candidates from `agent, idx, length, at` rows."""
+    return {(agent, index): Place(length=length, at=at) for agent, index, length, at in found}
 
 
 def outline_row(outline: Outline) -> tuple[Any, ...]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sqlite3
 import stat
 from collections.abc import AsyncIterator, Sequence
@@ -20,13 +19,16 @@ from urllib.parse import quote
 import aiosqlite
 import anyio
 
+from .. import terms
 from ..contract import About, Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
-from . import records, rows
+from . import ranking, records, rows
 from .records import Loaded, ThreadRecords
 from .rows import (
     CALL_COLUMNS,
+    CANDIDATE_COLUMNS,
+    DETAIL_COLUMNS,
     MESSAGE_COLUMNS,
     OUTLINE_COLUMNS,
     SEARCH_COLUMNS,
@@ -53,15 +55,27 @@ class SQLiteStore:
 
     shared = False
 
-    def __init__(self, path: str, *, create: bool = True, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        language: str | None = None,
+    ) -> None:
         """Args:
         path: the file, or `:memory:`.
         create: make the store (the file and its collections) where there is none; False
             refuses a missing or empty file instead.
         read_only: only read (implies not `create`): a store of ours whose migrations are all
             applied is read through a read-only connection, so a read-only mount serves too.
+        language: the language search stems in (`history.terms`; `simple` stems nothing);
+            None for the one the database was indexed in (English for a new one). A read-only
+            store searches in the database's.
         """
         self.url = path
+        self._language = None if language is None else terms.check_language(language)
+        self.language = language or terms.DEFAULT_LANGUAGE
         self._create = create and not read_only
         self._read_only = read_only
         self._db: aiosqlite.Connection | None = None
@@ -87,10 +101,14 @@ class SQLiteStore:
             if not tables and not self._create:
                 raise StoreError(f"no chat-outline store at {self.url!r} (the database is empty)")
             if self._read_only and not _pending(done):
+                async with self._read() as db:
+                    recorded = await db.execute_fetchall("SELECT language FROM search_language")
+                self.language = next((r[0] for r in recorded), terms.DEFAULT_LANGUAGE)
                 return
             await self.close()
         await self._connect(read_only=False)
         await self._migrate()
+        await self._index()
 
     async def _connect(self, *, read_only: bool) -> None:
         """Connect; read-only: on a read-only mount, the file is read as immutable."""
@@ -194,12 +212,41 @@ class SQLiteStore:
                     (name, datetime.now(UTC).isoformat()),
                 )
 
+    async def _index(self) -> None:
+        """Index every thread for search again when the index is missing or in another
+        language (a store written by an older version, or opened with another language)."""
+        async with self._write() as db:
+            done = await db.execute_fetchall("SELECT language FROM search_language")
+            recorded = [r[0] for r in done]
+            self.language = self._language or next(iter(recorded), terms.DEFAULT_LANGUAGE)
+            if recorded == [self.language]:
+                return
+            log.info("indexing %r for search in %s", self.url, self.language)
+            await db.execute("DELETE FROM search")
+            await db.execute("DELETE FROM search_language")
+            threads = await db.execute_fetchall("SELECT DISTINCT thread FROM message")
+            for (thread,) in threads:
+                messages = await db.execute_fetchall(
+                    f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND NOT step",
+                    (thread,),
+                )
+                nodes = await db.execute_fetchall(
+                    f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = ?", (thread,)
+                )
+                await db.executemany(
+                    _INSERT_SEARCH,
+                    rows.thread_search_rows(
+                        [rows.stored_from_row(r) for r in messages],
+                        [rows.summary_from_row(r) for r in nodes],
+                        self.language,
+                    ),
+                )
+            await db.execute("INSERT INTO search_language (language) VALUES (?)", (self.language,))
+
     async def add(
         self, message: Message, weight: int, *, native: str | None = None
     ) -> Stored | None:
-        # One statement, so its own transaction: the thread's next seq and idx, or nothing for
-        # an id already stored (a trigger indexes a shared message for search in it too).
-        async with self._read() as db:
+        async with self._write() as db:
             args = rows.insert_message_args(message, weight, native)
             placed = await _one(db, rows.INSERT_MESSAGE, *args)
             if placed is None:
@@ -209,6 +256,9 @@ class SQLiteStore:
                 rows.check_redelivery(message, rows.stored_from_row(found))
                 return None
             seq, index = placed
+            if index is not None:
+                row = rows.message_search_row(message, index, self.language)
+                await db.execute(_INSERT_SEARCH, row)
             if seq == 0:
                 await self._create_outline(db, message.thread)
         return Stored(message=message, seq=seq, index=index, weight=weight)
@@ -321,10 +371,7 @@ class SQLiteStore:
                     f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
                     [rows.summary_row(node) for node in written],
                 )
-                await db.executemany(
-                    f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?)",
-                    [rows.summary_search_row(node) for node in written],
-                )
+                await _index_lines(db, before.thread, written, self.language)
                 if asks:
                     (n,) = await _one(
                         db,
@@ -399,17 +446,49 @@ class SQLiteStore:
                     found[(node.level, node.index)] = node
         return [found[key] for key in keys if key in found]
 
-    async def search(self, thread: str, query: str, limit: int) -> list[Hit]:
-        words = _words(query)
-        if not words or limit <= 0:
+    async def search(
+        self, thread: str, query: str, limit: int, *, agent: str | None = None
+    ) -> list[Hit]:
+        stems = terms.query_terms(query, self.language)
+        if not stems or limit <= 0:
             return []
+        agents = ["", agent] if agent else [""]
+        tokens = [(a, stem) for a in agents for stem in stems]
+        keyed = [terms.key(thread, a) + stem for a, stem in tokens]
+        counts = ", ".join(rows.COUNT.format(term="?", size="?") for _ in keyed)
+        among = f"thread = ? AND agent IN ({', '.join('?' * len(agents))})"
         async with self._read() as db:
             found = await db.execute_fetchall(
-                f"SELECT {SEARCH_COLUMNS} FROM search WHERE search MATCH ? AND thread = ? "
-                "ORDER BY rank, at DESC, level, idx, message IS NULL LIMIT ?",
-                (words, thread, limit),
+                f"SELECT {CANDIDATE_COLUMNS}, {counts} FROM search WHERE id IN (SELECT rowid "
+                f"FROM search_words WHERE search_words MATCH ?) AND {among}",
+                (
+                    *(v for t in keyed for v in (terms.counted(t), len(terms.counted(t)))),
+                    " OR ".join(f'"{t}"' for t in keyed), thread, *agents,
+                ),
+            )  # fmt: skip
+            candidates = [rows.row_from_candidate(r, tokens) for r in found]
+            counted = await db.execute_fetchall(
+                f"SELECT line, count(*), sum(length) FROM search WHERE {among} GROUP BY line",
+                (thread, *agents),
             )
-        return [rows.hit_from_row(r) for r in found]
+            messages, lines = rows.corpora(list(counted))
+            places = rows.places(await _messages_at(db, thread, ranking.around(candidates)))
+            ranked = ranking.rank(
+                candidates, stems, messages=messages, lines=lines, places=places, limit=limit
+            )
+            keys = [r.key for r in ranked]
+            values = ", ".join(["(?, ?, ?, ?)"] * len(keys))
+            read = (
+                await db.execute_fetchall(
+                    f"SELECT {DETAIL_COLUMNS} FROM search WHERE thread = ? AND "
+                    f"(agent, line, level, idx) IN (VALUES {values})",
+                    (thread, *(value for key in keys for value in key)),
+                )
+                if keys
+                else []
+            )
+            details = dict(rows.detail_from_row(r) for r in read)
+        return ranking.hits(ranked, details)
 
     @asynccontextmanager
     async def claim(self, thread: str) -> AsyncIterator[bool]:
@@ -439,7 +518,7 @@ class SQLiteStore:
                 for incoming in batch
             ]  # every plan first: a contradiction is refused before anything is written
             for plan in plans:
-                await _apply(db, plan)
+                await _apply(db, plan, self.language)
         return Loaded(
             threads=len(plans),
             written=sum(p.written for p in plans),
@@ -492,9 +571,39 @@ async def _roll_back(db: aiosqlite.Connection) -> None:
         log.warning("rollback failed: %s", exc)
 
 
-def _words(query: str) -> str:
-    """A query's words as an FTS5 query that matches any of them (bm25 weighs the rare ones)."""
-    return " OR ".join(f'"{word}"' for word in re.findall(r"\w+", query))
+_INSERT_SEARCH = f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+
+
+async def _index_lines(
+    db: aiosqlite.Connection, thread: str, nodes: Sequence[Summary], language: str
+) -> None:
+    """Index lines for search, with the days from their first message's to their own."""
+    firsts: dict[int, str] = {}
+    wanted = rows.first_indexes(nodes)
+    for k in range(0, len(wanted), NODES_AT_ONCE):
+        chunk = wanted[k : k + NODES_AT_ONCE]
+        found = await db.execute_fetchall(
+            rows.FIRST_AT.format(", ".join("?" * len(chunk))), (thread, *chunk)
+        )
+        firsts.update((index, at) for index, at in found)
+    await db.executemany(_INSERT_SEARCH, rows.line_search_rows(nodes, firsts, language))
+
+
+async def _messages_at(
+    db: aiosqlite.Connection, thread: str, places: set[tuple[str, int]]
+) -> list[Any]:
+    """`agent, idx, length, at` of the messages indexed at `places` (agent, index)."""
+    found: list[Any] = []
+    for agent in sorted({agent for agent, _ in places}):
+        wanted = sorted(index for a, index in places if a == agent)
+        for k in range(0, len(wanted), NODES_AT_ONCE):
+            chunk = wanted[k : k + NODES_AT_ONCE]
+            found += await db.execute_fetchall(
+                "SELECT agent, idx, length, at FROM search WHERE thread = ? AND agent = ? "
+                f"AND NOT line AND level = 0 AND idx IN ({', '.join('?' * len(chunk))})",
+                (thread, agent, *chunk),
+            )
+    return found
 
 
 async def _thread_records(db: aiosqlite.Connection, thread: str) -> ThreadRecords | None:
@@ -541,12 +650,12 @@ async def _foreign(db: aiosqlite.Connection, incoming: ThreadRecords) -> dict[st
     return found
 
 
-async def _apply(db: aiosqlite.Connection, plan: records.Plan) -> None:
+async def _apply(db: aiosqlite.Connection, plan: records.Plan, language: str) -> None:
     if plan.about is not None:
         await db.execute(rows.DESCRIBE, (plan.thread, plan.about.title, plan.about.settings))
     if plan.clear:
         await db.execute("DELETE FROM summary WHERE thread = ?", (plan.thread,))
-        await db.execute("DELETE FROM search WHERE thread = ? AND message IS NULL", (plan.thread,))
+        await db.execute("DELETE FROM search WHERE thread = ? AND line", (plan.thread,))
     await db.executemany(
         f"INSERT INTO message ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         [rows.loaded_message_row(s) for s in plan.messages],
@@ -556,9 +665,14 @@ async def _apply(db: aiosqlite.Connection, plan: records.Plan) -> None:
         [rows.summary_row(node) for node in plan.summaries],
     )
     await db.executemany(
-        f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?)",
-        [rows.summary_search_row(node) for node in plan.summaries],
+        _INSERT_SEARCH,
+        [
+            rows.message_search_row(s.message, s.index, language)
+            for s in plan.messages
+            if s.index is not None and not s.message.step
+        ],
     )
+    await _index_lines(db, plan.thread, plan.summaries, language)
     await db.executemany(rows.INSERT_CALL, [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
     if plan.write == "create":
         row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)

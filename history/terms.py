@@ -1,0 +1,251 @@
+"""The words search indexes and looks for: folded, stemmed, with dates in words.
+
+Both stores index the same terms, made here, so SQLite and PostgreSQL find and rank alike:
+
+- a text's words are its runs of letters and digits (punctuation and `_` separate them, so
+  `f1.pdf` is `f1` and `pdf`), lowercased, Latin letters without their accents (`é` is `e`;
+  other scripts keep theirs), an ordinal's suffix dropped (`1st` is `1`);
+- each word is reduced to its stem by the Snowball stemmer of the store's language
+  (`researching` and `researched` are `research`), or kept as it is with `simple`;
+- a message's `at` is indexed in words too, as its day, month name, year and weekday (`1 may
+  2022 sunday`), so that a question naming a date finds it; a line has the words of the first
+  and last days it covers.
+
+In the store each term carries the key of its thread and agent (`key`), so a search reads the
+postings of one thread, not of every thread the store holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from functools import lru_cache
+
+import snowballstemmer
+
+from .errors import ConfigurationError
+
+DEFAULT_LANGUAGE = "english"
+SIMPLE = "simple"
+"""The language that stems nothing: words are matched as they are written."""
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")  # fmt: skip
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "after",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "before",
+        "being",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "done",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+    ]
+)
+"""English words a query leaves out when it has others: they are in nearly every message, so
+they weigh next to nothing and would only make a search read more."""
+KEY_LENGTH = 8
+
+_WORD = re.compile(r"[^\W_]+")
+_ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
+_LATIN_ACCENT = re.compile(r"([A-Za-z])[\u0300-\u036f]+")
+
+
+def languages() -> tuple[str, ...]:
+    """The languages search can stem, and `simple`."""
+    return (SIMPLE, *snowballstemmer.algorithms())
+
+
+def check_language(language: object) -> str:
+    """`language` if search knows it; a ConfigurationError naming the known ones if not."""
+    if not isinstance(language, str) or language not in languages():
+        raise ConfigurationError(
+            f"search_language must be one of {', '.join(languages())}; got {language!r}"
+        )
+    return language
+
+
+@lru_cache(maxsize=64)
+def stemmer(language: str) -> Callable[[str], str]:
+    if language == SIMPLE:
+        return lambda word: word
+    snowball = snowballstemmer.stemmer(language)
+
+    @lru_cache(maxsize=65_536)
+    def stem(word: str) -> str:
+        return str(snowball.stemWord(word))
+
+    return stem
+
+
+def words(text: str) -> list[str]:
+    """A text's words as search compares them: folded and lowercased, not yet stemmed."""
+    folded = unicodedata.normalize(
+        "NFC", _LATIN_ACCENT.sub(r"\1", unicodedata.normalize("NFD", text))
+    ).lower()
+    return [_ordinal(word) for word in _WORD.findall(folded)]
+
+
+def _ordinal(word: str) -> str:
+    match = _ORDINAL.fullmatch(word)
+    return match[1] if match else word
+
+
+def terms(text: str, language: str) -> list[str]:
+    """A text's words, stemmed in `language`, in order, repeats kept."""
+    stem = stemmer(language)
+    return [stem(word) for word in words(text)]
+
+
+def date_words(at: datetime) -> str:
+    """A day in words, in UTC: `1 may 2022 sunday`."""
+    day = at.astimezone(UTC)
+    return f"{day.day} {MONTHS[day.month - 1]} {day.year} {WEEKDAYS[day.weekday()]}"
+
+
+def indexed(text: str, first: datetime, last: datetime, language: str) -> list[str]:
+    """What is indexed for a message (`first` = `last` = its `at`) or a line over a span: the
+    words of its days, then of its text."""
+    days = [date_words(first)]
+    if date_words(last) != days[0]:
+        days.append(date_words(last))
+    return terms(" ".join(days), language) + terms(text, language)
+
+
+def query_terms(query: str, language: str) -> dict[str, tuple[str, ...]]:
+    """A query's stems, each with the words of the query that gave it, in the query's order.
+
+    In English the stop words are left out, unless the query has nothing else.
+    """
+    stem = stemmer(language)
+    found = words(query)
+    if language in ("english", "porter"):
+        found = [w for w in found if w not in STOP_WORDS] or found
+    stems: dict[str, tuple[str, ...]] = {}
+    for word in found:
+        given = stems.setdefault(stem(word), ())
+        if word not in given:
+            stems[stem(word)] = (*given, word)
+    return stems
+
+
+def key(thread: str, agent: str) -> str:
+    """The prefix of a thread's terms for one agent (`''`: the shared rows)."""
+    digest = hashlib.blake2b(f"{thread}\x00{agent}".encode(), digest_size=KEY_LENGTH // 2)
+    return digest.hexdigest()
+
+
+def keyed(prefix: str, stems: Sequence[str]) -> str:
+    """Terms as a row stores them: each with its thread's key and a space on either side
+    (` a  b `), so that counting ` {term} ` in them counts the term (see `counted`)."""
+    return "".join(f" {prefix}{stem} " for stem in stems)
+
+
+def counted(term: str) -> str:
+    """A term as `keyed` surrounds it: what a store counts in a row's words."""
+    return f" {term} "

@@ -1,0 +1,166 @@
+"""Search, on every store: stems, dates, neighbours, lines that add words, the language; and
+SQLite and PostgreSQL giving the same hits in the same order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from history import ConfigurationError, HistorySettings, Summary
+from history.store import Store, open_store
+
+from .chats import SMALL, ingest, long_chat
+from .conftest import START, message
+from .stores import store_url
+from .test_store import node, opened, write
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_words_are_found_by_their_stems(store: Store) -> None:
+    await store.add(message(0, "I was researching the venues"), 5)
+    await store.add(message(1, "lunch at noon"), 5)
+    await store.add(message(2, "We submitted the paper"), 5)
+    found = await store.search("t", "research venue", 10)
+    assert (found[0].message, found[0].terms) == ("t-0", ("research", "venue"))
+    assert (await store.search("t", "submitting", 1))[0].message == "t-2"
+
+
+async def test_a_message_is_found_by_its_day_in_words(store: Store) -> None:
+    await store.add(message(0, "we watched a film"), 5)  # Sunday 1 November 2026
+    late = message(1, "we watched a play")
+    await store.add(late.__class__(**{**late.__dict__, "at": START + timedelta(days=3)}), 5)
+    hits = await store.search("t", "what did we watch on the 4th of November?", 10)
+    assert [(h.message, h.terms) for h in hits] == [
+        ("t-1", ("watch", "4", "november")), ("t-0", ("watch", "november")),
+    ]  # fmt: skip
+    assert [h.message for h in await store.search("t", "sunday", 10)] == ["t-0", "t-1"]
+
+
+async def test_a_short_reply_is_found_through_the_question_it_answers(store: Store) -> None:
+    texts = ["Where shall we hold the offsite?", "The old mill.", "Coffee?", "Sure", "Tea", "ok"]
+    for k, text in enumerate(texts):
+        await store.add(message(k, text), 5)
+    hits = await store.search("t", "offsite venue", 3)
+    assert [(h.message, h.terms) for h in hits[:2]] == [("t-0", ("offsite",)), ("t-1", ())]
+    assert len(hits) == 2  # nothing else holds or neighbours the word
+
+
+async def test_a_line_is_listed_only_when_it_adds_words(store: Store) -> None:
+    for k, text in enumerate(["the venue is booked", "lunch at noon", "a", "b"]):
+        await store.add(message(k, text), 5)
+    await write(
+        store,
+        "t",
+        [
+            node("t", 1, 0, "Venue booked; lunch planned"),  # adds "planned"
+            node("t", 2, 0, "Venue booked; lunch planned"),  # its ancestor, the same words
+            node("t", 1, 1, "venue"),  # adds nothing
+        ],
+    )
+    hits = await store.search("t", "venue lunch planning", 10)
+    assert [(h.label, h.level, h.terms) for h in hits] == [
+        ("0+1", 0, ("venue",)),
+        ("1+1", 0, ("lunch",)),
+        ("0+2", 1, ("venue", "lunch", "planning")),
+        ("2+1", 0, ()),
+    ]
+    line = hits[2]
+    assert (line.message, line.since, line.at, line.first, line.count) == (
+        None, START, START + timedelta(minutes=0), 0, 2,
+    )  # fmt: skip
+    assert [h.label for h in await store.search("t", "venue lunch planning", 3)] == [
+        "0+1", "1+1", "0+2",
+    ]  # fmt: skip
+
+
+async def test_a_line_is_found_by_the_days_it_covers(store: Store) -> None:
+    for k in range(2):
+        sent = message(k, f"text {k}")
+        await store.add(
+            sent.__class__(**{**sent.__dict__, "at": START + timedelta(days=40 * k)}), 5
+        )
+    line = Summary(
+        thread="t", level=1, index=0, text="a summary", bytes=9, message=None,
+        at=START + timedelta(days=40),
+    )  # fmt: skip
+    await write(store, "t", [line])
+    hits = await store.search("t", "summary from december", 10)
+    assert [(h.label, h.terms) for h in hits] == [
+        ("1+1", ("december",)), ("0+2", ("summary", "december")), ("0+1", ()),
+    ]  # fmt: skip
+    assert (hits[1].since, hits[1].at) == (START, START + timedelta(days=40))
+
+
+async def test_an_agent_search_finds_the_shared_rows_too(store: Store) -> None:
+    await store.add(message(0, "the venue is booked"), 5)
+    await store.add(message(1, "a venue tool call", step=True), 5)
+    assert await store.search("t", "venue", 10, agent="north") == await store.search(
+        "t", "venue", 10
+    )
+    assert [h.agent for h in await store.search("t", "venue", 10, agent="north")] == [""]
+
+
+async def test_the_language_is_the_stores_and_another_indexes_again(database: str) -> None:
+    async with opened(database) as store:
+        await store.add(message(0, "I was researching"), 5)
+        assert store.language == "english"
+    simple = open_store(database, search_language="simple")
+    await simple.open()
+    try:
+        assert simple.language == "simple"
+        assert await simple.search("t", "research", 10) == []
+        assert len(await simple.search("t", "researching", 10)) == 1
+    finally:
+        await simple.close()
+    async with opened(database) as store:  # no language given: the database's
+        assert store.language == "simple"
+        assert await store.search("t", "research", 10) == []
+    english = open_store(database, search_language="english")
+    await english.open()
+    try:
+        assert len(await english.search("t", "research", 10)) == 1
+    finally:
+        await english.close()
+
+
+def test_an_unknown_language_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="search_language must be one of simple, "):
+        HistorySettings(summarizer="echo", search_language="klingon")
+    with pytest.raises(ConfigurationError, match="'klingon'"):
+        open_store(":memory:", search_language="klingon")
+
+
+QUERIES = ["venue budget", "trailer", "what did they settle about the price", "f3 pdf", "ok"]
+
+
+@pytest.fixture
+def both(tmp_path: Path) -> Iterator[list[str]]:
+    """A fresh SQLite and a fresh PostgreSQL database."""
+    with store_url("sqlite", tmp_path) as sqlite, store_url("postgresql", tmp_path) as postgresql:
+        yield [sqlite, postgresql]
+
+
+async def test_sqlite_and_postgresql_give_the_same_hits_in_the_same_order(
+    both: list[str],
+) -> None:
+    chat = long_chat(240) + long_chat(60, thread="u", seed=3)
+    settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
+    found = []
+    for url in both:
+        await ingest(chat, settings, store=url)
+        async with opened(url) as store:
+            found.append([await store.search(t, q, 10) for t in ("t", "u") for q in QUERIES])
+    assert found[0] == found[1]
+    assert sum(len(hits) for hits in found[0]) > 40
+
+
+async def test_search_reads_one_threads_rows(store: Store) -> None:
+    await store.add(message(0, "the venue is booked"), 5)
+    for k in range(3):
+        await store.add(message(k, "the venue is booked", thread="other"), 5)
+    hits = await store.search("t", "venue", 10)
+    assert [(h.message, h.score) for h in hits] == [("t-0", 2.0)]
