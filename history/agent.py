@@ -89,6 +89,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         cache_point: bool | None = None,
         page: int = PAGE,
         record: bool = True,
+        recall: int = 0,
     ) -> None:
         """Bind an agent to `thread`.
 
@@ -107,6 +108,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             page: a message over this many bytes is sent as its head, with a note to zoom.
             record: False to read only: nothing of the run is recorded (`render_view` runs a
                 model this way to show what it is sent).
+            recall: tokens of search hits for the newest message from someone other than the
+                agent, sent after the tail, outside the cached prefix (0: none).
         """
         super().__init__(processor=self._process)
         self.history, self.thread = history, thread
@@ -114,7 +117,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         self.block_lines, self.max_age, self.cache_point, self.page = (
             block_lines, max_age, cache_point, page,
         )  # fmt: skip
-        self.record = record
+        self.record, self.recall = record, recall
         self._sent: list[ModelMessage] | None = None
         self._system: list[SystemPromptPart] = []
         self._recorded: list[str] = []
@@ -125,6 +128,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             self.history, self.thread, agent=self.agent, user=self.user,
             record_prompt=self.record_prompt, tools=self.tools, block_lines=self.block_lines,
             max_age=self.max_age, cache_point=self.cache_point, page=self.page, record=self.record,
+            recall=self.recall,
         )  # fmt: skip
 
     def get_instructions(self) -> str | None:
@@ -201,7 +205,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         since = None if self.max_age is None else datetime.now(UTC) - self.max_age
         sent = await build(
             self.history, self.thread, agent=self.agent, block_lines=self.block_lines,
-            since=since, cache_point=True, page=self.page,
+            since=since, cache_point=True, page=self.page, recall=self.recall,
             run=Run(id=ctx.run_id, recorded=frozenset(self._recorded)) if ctx.run_id else None,
         )  # fmt: skip
         if not self.record:  # read only: the prompt as it would have been recorded

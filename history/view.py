@@ -60,6 +60,7 @@ __all__ = (
     "Rendered",
     "Zoom",
     "prompt_text",
+    "recall_block",
     "render_view",
     "search",
     "view",
@@ -68,6 +69,8 @@ __all__ = (
 
 log = logging.getLogger(__name__)
 
+RECALL_HITS = 10
+"""Hits the recall block draws from, the best first."""
 BLOCK_LINES = 32
 """Outline lines per block: the unit a provider's prompt cache matches."""
 BATCH = 256
@@ -95,6 +98,7 @@ async def view(
     since: datetime | None = None,
     cache_point: bool = True,
     page: int = PAGE,
+    recall: int = 0,
 ) -> list[ModelMessage]:
     """The thread's prompt for `agent`: its outline, then its tail whole.
 
@@ -107,10 +111,12 @@ async def view(
         since: the window by age: only lines and messages with `at` from this instant on.
         cache_point: put a `CachePoint` after the outline (and after its last full block).
         page: a message over this many bytes is sent as its head, with a note to zoom.
+        recall: at most this many tokens of search hits for the newest message from someone
+            other than `agent`, appended after the tail (`recall_block`); 0 for none.
     """
     return await build(
         history, thread, agent=agent, block_lines=block_lines, since=since,
-        cache_point=cache_point, page=page,
+        cache_point=cache_point, page=page, recall=recall,
     )  # fmt: skip
 
 
@@ -155,10 +161,13 @@ async def build(
     cache_point: bool,
     page: int,
     run: Run | None = None,
+    recall: int = 0,
 ) -> list[ModelMessage]:
     """`view`, where the requests of the messages `run` recorded carry its id (see `Run`)."""
     if block_lines < 1:
         raise ConfigurationError(f"block_lines must be at least 1, got {block_lines!r}")
+    if isinstance(recall, bool) or not isinstance(recall, int) or recall < 0:
+        raise ConfigurationError(f"recall must be a whole number of tokens >= 0, got {recall!r}")
     outline = await history.store.outline(thread)
     if outline is None:
         return []
@@ -185,8 +194,52 @@ async def build(
         # one that came later (after the agent spoke again) goes as text, with its call.
         apart = _apart(sent) & paired
         if not apart:
-            return sent
+            break
         paired -= apart
+    newest = next(
+        (s for s in reversed(tail) if not s.message.step and s.message.author != agent), None
+    )
+    if recall and newest is not None:
+        block = await recall_block(
+            history, thread, newest.message.text, agent=agent, budget=recall,
+            whole=outline.boundary,
+        )  # fmt: skip
+        if block:
+            at = newest.message.at
+            sent = _merged(
+                [*sent, ModelRequest(parts=[UserPromptPart(content=block, timestamp=at)])]
+            )
+    return sent
+
+
+RECALL_HEADER = "Earlier in this conversation, found for the newest message (label|text):"
+
+
+async def recall_block(
+    history: History,
+    thread: str,
+    query: str,
+    *,
+    agent: str | None,
+    budget: int,
+    whole: int,
+) -> str:
+    """The best search hits for `query` as `{label}|{text}` lines under `RECALL_HEADER`, as
+    many as fit `budget` tokens (the header included); hits on messages from index `whole` on,
+    which the tail holds whole, are left out. Empty when nothing fits or nothing is found."""
+    encoding = history.settings.encoding
+    lines = [RECALL_HEADER]
+    used = tokens(RECALL_HEADER, encoding)
+    for hit in await search(history, thread, query, limit=RECALL_HITS, agent=agent):
+        if hit.index << hit.level >= whole:
+            continue
+        line = f"{hit.label}|{hit.text}"
+        cost = tokens(line, encoding) + 1
+        if used + cost > budget:
+            break
+        lines.append(line)
+        used += cost
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from history import File, NotFoundError, prompt_text, search, view, zoom
+from history import ConfigurationError, File, NotFoundError, prompt_text, search, view, zoom
 
 from .conftest import exchange, message
 from .stores import run_sql
@@ -177,3 +177,25 @@ async def test_an_older_database_is_indexed_when_opened(
         ("0+1", 0, "Ana → north: the venue is booked", ("venue",)),
         ("1+1", 0, "north → Ana: ok", ()),
     ]
+
+
+async def test_recall_appends_the_best_hits_for_the_newest_message_after_the_tail(
+    open_history: Opener,
+) -> None:
+    texts = ["We need a plan for the launch.", "We settled the price: 4,200 EUR per seat, final."]
+    texts += [FILLER[k % 3].format(k=k) for k in range(40)] + ["What price did we settle on?"]
+    async with open_history(summarizer="echo", tail=(200, 400), outline=(1000, 2000)) as run:
+        await run.send(*exchange(texts)[:-1])  # the question is the newest message
+        plain = await view(run.history, "t", agent="north")
+        recalled = await view(run.history, "t", agent="north", recall=60)
+        tight = await view(run.history, "t", agent="north", recall=10)
+        with pytest.raises(ConfigurationError, match="recall must be a whole number"):
+            await view(run.history, "t", agent="north", recall=-1)
+    before, after = prompt_text(plain), prompt_text(recalled)
+    assert after.startswith(before)  # the cached prefix is the view without recall
+    assert after[len(before) :] == (
+        "[user]\nEarlier in this conversation, found for the newest message (label|text):\n"
+        "2+1|Ana → north: We settled the price: 4,200 EUR per seat, final.\n"
+        "3+1|north → Ana: ok\n1+1|north → Ana: ok\n"  # the messages around it
+    )
+    assert prompt_text(tight) == before  # not even one hit fits
