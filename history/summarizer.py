@@ -81,7 +81,12 @@ class Summarizer(Protocol):
     """The model's name, part of every recorded call's key."""
 
     async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
-        """Answer `prompts[-1]`, having answered the earlier prompts with `answers`."""
+        """Answer `prompts[-1]`, having answered the earlier prompts with `answers`.
+
+        What it raises (any exception, even a CancelledError of its own), or a reply that is
+        not a `Reply` of valid UTF-8 text without NUL and whole token counts >= 0, is a failed
+        request: tried again after a pause, and after five failures the line is a cut.
+        """
         ...
 
 

@@ -476,10 +476,10 @@ async def test_a_401_body_echoing_the_api_key_is_never_logged(
 
 
 async def test_a_rebuild_with_model_calls_asks_the_fallbacks_again(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
-    down = tmp_path / "down.sqlite"
+    down = database
     dead = Failing(RuntimeError(), name="echo")
     async with History(settings, store=down, model=dead, pause=0.0) as history:
         for m in chat(6):
@@ -515,7 +515,9 @@ async def test_a_rebuild_with_model_calls_asks_the_fallbacks_again(
     assert again.model_calls == 0
 
 
-async def test_a_replay_with_calls_allowed_asks_a_fallback_again(tmp_path: Path) -> None:
+async def test_a_replay_with_calls_allowed_asks_a_fallback_again(
+    tmp_path: Path, database: str
+) -> None:
     settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
     down = tmp_path / "down.sqlite"
     dead = Failing(RuntimeError(), name="scripted")
@@ -527,7 +529,7 @@ async def test_a_replay_with_calls_allowed_asks_a_fallback_again(tmp_path: Path)
     assert original is not None and original.calls
 
     # The messages and the calls, carried to a fresh store: processed there, replaying.
-    again = tmp_path / "again.sqlite"
+    again = database
     async with opened(again) as store:
         await store.load_records(
             [ThreadRecords(thread="t", messages=original.messages, calls=original.calls)]
