@@ -43,6 +43,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from .asking import describe
 from .contract import Hit, Outline, Stored
 from .errors import ConfigurationError
 from .lines import label, one_line, prefix, render, size
@@ -264,9 +265,10 @@ async def _natives(
         try:
             found[id] = ModelMessagesTypeAdapter.validate_json(text)[0]
         except (ValueError, IndexError) as exc:  # a form this pydantic-ai cannot read: the text
+            # The error's type only: a validation error quotes the message's content.
             log.warning(
-                "thread %r: message %r has a native form that cannot be read: %s", thread, id,
-                exc, extra={"thread": thread},
+                "thread %r: message %r has a native form that cannot be read (%s)", thread, id,
+                describe(exc), extra={"chat_thread": thread},
             )  # fmt: skip
     return found
 

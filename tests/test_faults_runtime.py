@@ -38,6 +38,8 @@ from history import (
     StoreError,
     StoreGoneError,
     Task,
+    prompt_text,
+    view,
 )
 from history.cli import main
 from history.rebuild import rebuild
@@ -470,6 +472,21 @@ async def test_a_401_body_echoing_the_api_key_is_never_logged(
     assert KEY not in logged and "SECRET" not in logged
     ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("history"))
     assert "words words" not in ours  # nor the messages' text
+
+
+async def test_a_native_form_that_cannot_be_read_is_logged_without_its_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = HistorySettings(summarizer="echo")
+    unreadable = '[{"kind": "response", "parts": "the secret plan"}]'
+    async with History(settings, store=tmp_path / "h.sqlite") as history:
+        said = message(0, "the secret plan", author="north", to="Ana")
+        await history.message_created(said, native=unreadable)
+        sent = await view(history, "t", agent="north")
+    assert prompt_text(sent) == "[assistant]\nthe secret plan\n"  # the text, not the native
+    (warning,) = [r for r in caplog.records if r.name.startswith("history")]
+    assert "cannot be read (ValidationError)" in warning.getMessage()
+    assert "secret" not in warning.getMessage()
 
 
 # 13. A line that fell back is recorded as a fallback, and asked again when calls are allowed.
