@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from . import cost, latency, plots, speed, startup, targets
+from . import cost, latency, plots, retrieval, speed, startup, targets
 from .cache import Prices
 from .config import FULL, QUICK, Config
 from .corpora import Corpus, chitchat_corpus, jsonl_corpus, sharegpt_corpus, synthetic_corpus
@@ -74,6 +74,7 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         ]
         log.info("start-up of the command, %d runs each", config.startup)
         startups = startup.measure(folder, repeats=config.startup) if config.startup else []
+        found_retrieval = await _retrieval(config, found, folder)
     drawn = {
         "cost_per_turn": plots.cost_per_turn(
             runs, found[0].name, config.reference, out / "cost-per-turn.png"
@@ -96,12 +97,42 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         targets=[
             *targets.evaluate(runs, throughputs, views, reference=config.reference),
             *([startup.target(startups)] if startups else []),
+            *retrieval.targets(found_retrieval, real=_real(found)),
         ],
+        retrieval=found_retrieval,
         startups=startups,
         plots={name: path for name, path in drawn.items() if path is not None},
         seconds=time.perf_counter() - started,
         load=load,
     )
+    await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
+    return results
+
+
+async def _retrieval(config: Config, found: list[Corpus], folder: Path) -> retrieval.Retrieval:
+    log.info("retrieval: %d questions of each kind per conversation", config.questions)
+    return await retrieval.run(
+        found, folder, questions=config.questions, sizes=config.search_sizes,
+        queries=config.search_queries,
+    )  # fmt: skip
+
+
+def _real(found: Sequence[Corpus]) -> list[str]:
+    return [c.name for c in found if c.name != "synthetic"]
+
+
+async def run_retrieval(config: Config, out: Path, *, command: str) -> Results:
+    """Only the retrieval benchmark (`--only retrieval`), written into `out` as its report."""
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    await anyio.Path(out).mkdir(parents=True, exist_ok=True)
+    found, skipped = corpora(config)
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        measured = await _retrieval(config, found, Path(scratch))
+    results = Results(
+        config=config, command=command, corpora=found, skipped=skipped, runs=[],
+        retrieval=measured, targets=retrieval.targets(measured, real=_real(found)),
+        seconds=time.perf_counter() - started, load=load,
+    )  # fmt: skip
     await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
     return results
 
@@ -114,6 +145,9 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--out", type=Path, default=Path("bench-report"), help="report folder")
     top.add_argument("--quick", action="store_true", help="small sizes: about a minute")
+    top.add_argument(
+        "--only", choices=["retrieval"], help="run one benchmark alone: retrieval (search)"
+    )
     top.add_argument(
         "--jsonl", type=Path, action="append", default=[], help="more conversations (JSONL)"
     )
@@ -134,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         behaviour=Behaviour(share=args.share, cap=args.cap),
     )
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
-    results = anyio.run(lambda: run(config, args.out, command=command))
+    chosen = run_retrieval if args.only == "retrieval" else run
+    results = anyio.run(lambda: chosen(config, args.out, command=command))
     for target in results.targets:
         print(f"{'met   ' if target.met else 'MISSED'}  {target.goal}")
     print(f"report: {args.out / 'report.md'}")

@@ -41,6 +41,12 @@ class Config:
     """Seconds the slow summarizer takes per call."""
     cut_messages: int = 30
     """Messages in the one-thread cut-latency run."""
+    questions: int = 20
+    """Retrieval questions of each kind per conversation."""
+    search_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
+    """Messages in the stores whose search time is measured (threads of 600)."""
+    search_queries: int = 50
+    """Queries timed per store."""
     threads: tuple[int, ...] = (1, 10, 100)
     per_thread: tuple[int, ...] = (24, 12, 8)
     """Messages per thread in each load run."""
@@ -61,6 +67,9 @@ QUICK = Config(
     repeats=10,
     memory=300,
     cut_messages=10,
+    questions=5,
+    search_sizes=(1_000, 6_000),
+    search_queries=20,
     per_thread=(10, 6, 5),
     startup=3,
 )

@@ -12,6 +12,7 @@ from .config import Config
 from .corpora import Corpus
 from .cost import Run
 from .latency import CONCURRENCY, Cuts, Load
+from .retrieval import Retrieval, table
 from .speed import Throughput, ViewTime
 from .startup import Startup
 from .startup import report as startup_report
@@ -37,6 +38,8 @@ class Results:
     loads: Sequence[Load] = ()
     targets: Sequence[Target] = ()
     plots: dict[str, Path] = field(default_factory=dict)
+    retrieval: Retrieval | None = None
+    """Search against plain BM25, the recall block and search times (`retrieval`)."""
     startups: Sequence[Startup] = ()
     """The command's start-up, per command line."""
     seconds: float = 0.0
@@ -128,6 +131,8 @@ def render(results: Results) -> str:
         out += ["Not run here:", ""]
         out += [f"- {name}: {reason}" for name, reason in results.skipped.items()] + [""]
 
+    if not results.runs:  # one benchmark run alone
+        return "\n".join(out + _retrieval(results))
     out += ["## 1. Cost and cache per turn", ""]
     for name, label in (("cost_per_turn", "Cost per turn"), ("cost_recall", "Cost against recall")):
         if name in results.plots:
@@ -148,7 +153,30 @@ def render(results: Results) -> str:
     out += _notes(results)
     out += _speed(results)
     out += startup_report(results.startups, results.config.startup)
+    out += _retrieval(results)
     return "\n".join(out)
+
+
+def _retrieval(results: Results) -> list[str]:
+    if results.retrieval is None:
+        return []
+    c = results.config
+    out = [
+        "## Retrieval: search against plain BM25",
+        "",
+        f"{c.questions} questions of each kind per conversation, each with the one message that "
+        "answers it, worded unlike it: **forms** (three of its rarest words, one in another "
+        "form of its stem), **date** (one of its words and its day in words), **reply** (the "
+        "words of a question, answered by the reply to it). Every conversation is spread over "
+        "weeks (a message every 5 hours) and processed with the echo summarizer, tail 2,000 to "
+        "6,000 tokens, outline 8,000 to 16,000 bytes. *search* is the thread's search; *BM25* "
+        "rank-bm25's Okapi over the same messages, words lowercased, nothing stemmed. The time "
+        "is one thread's search (600 messages and the lines of their tree) in stores of "
+        "threads like it; the recall block is what `view(..., recall=400)` would append for "
+        "each question asked as the newest message.",
+        "",
+    ]
+    return out + table(results.retrieval, _pct)
 
 
 def _notes(results: Results) -> list[str]:

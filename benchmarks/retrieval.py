@@ -1,0 +1,480 @@
+"""Retrieval: does search put the message that answers a question near the top?
+
+Questions are generated over the benchmark's conversations, each with the one message that
+holds its answer, worded unlike that message so that matching its words as they are is not
+enough:
+
+- `forms`: three of the message's rarest words, one of them in another form of the same stem
+  ("researching" for "researched", "hotel" for "hotels");
+- `date`: one of its words and its day named in words ("what was said about the invoice on
+  Tuesday 3 February 2026?"), the word being in a few other messages too;
+- `reply`: words of a question someone asked, the answer being the reply to it (which holds
+  none of them).
+
+Each conversation is spread over weeks (a message every few hours), stored and processed with
+the echo summarizer and budgets that make the tree deep (tail 2,000 to 6,000 tokens, outline
+8,000 to 16,000 bytes), all in one store. `search` is the thread's search (`history.zoom`); the
+baseline is a plain BM25 (`rank-bm25`'s Okapi, words lowercased, no stemming) over the same
+messages. A question is answered at k when the answer's label is among the first k hits.
+
+The time per query is measured on stores of 1k, 10k and 100k messages made of 600-message
+threads (with the lines of their trees), searching one thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+
+from history import terms
+from history.contract import Message, Stored, Summary
+from history.lines import cut, line_of, one_line
+from history.plugin import History
+from history.settings import HistorySettings
+from history.store import open_store
+from history.store.records import ThreadRecords
+from history.view import recall_block
+from history.zoom import search
+
+from .corpora import START, Corpus
+from .targets import Target
+
+log = logging.getLogger(__name__)
+
+KINDS = ("forms", "date", "reply")
+DEPTHS = (1, 5, 10)
+SETTINGS = HistorySettings(summarizer="echo", tail=(2_000, 6_000), outline=(8_000, 16_000))
+SPACING = timedelta(hours=5)
+"""Time between two messages: a long chat over weeks, a few messages a day."""
+THREAD = 600
+"""Messages per thread in the timing stores."""
+RECALL = 400
+"""Tokens of the recall block measured."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    thread: str
+    kind: str
+    text: str
+    answer: str
+    """The id of the message that holds the answer."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Score:
+    """How often one method put the answer in its first 1, 5 and 10 hits."""
+
+    corpus: str
+    kind: str
+    method: str
+    questions: int
+    found: tuple[float, ...]
+    """Recall at each of `DEPTHS`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    messages: int
+    """Messages in the store."""
+    thread: int
+    """Messages in the thread searched."""
+    median_ms: float
+    p90_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recall:
+    """What the view's recall block costs and brings, per question asked as the newest message."""
+
+    corpus: str
+    budget: int
+    tokens: float
+    """Mean tokens the block adds to the prompt."""
+    holds: float
+    """Share of questions whose answer is in the block."""
+    ms: float
+    """Mean time to make the block."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retrieval:
+    scores: tuple[Score, ...]
+    timings: tuple[Timing, ...]
+    recalls: tuple[Recall, ...]
+
+
+def spread(corpus: Corpus) -> list[list[Message]]:
+    """Each conversation's shared messages, a message every `SPACING`."""
+    return [
+        [
+            replace(m, at=START + k * SPACING)
+            for k, m in enumerate(m for m in c.messages if not m.step)
+        ]
+        for c in corpus.conversations
+    ]
+
+
+def questions(thread: list[Message], rng: random.Random, per_kind: int) -> list[Question]:
+    """Up to `per_kind` questions of each kind over one thread."""
+    words = [[w for w in terms.words(line_of(m)) if _content(w)] for m in thread]
+    stem = terms.stemmer(terms.DEFAULT_LANGUAGE)
+    df = Counter(s for ws in words for s in {stem(w) for w in ws})
+    found: list[Question] = []
+    order = list(range(len(thread)))
+    rng.shuffle(order)
+    made = Counter[str]()
+    for k in order:
+        m, ws = thread[k], words[k]
+        rare = sorted(dict.fromkeys(ws), key=lambda w: (df[stem(w)], w))
+        changed = next((w for w in rare[:3] if _other_form(w) != w), None)
+        if made["forms"] < per_kind and len(rare) >= 4 and changed is not None:
+            picked = [_other_form(w) if w == changed else w for w in rare[:3]]
+            found.append(_question(m, "forms", f"what was said about {' '.join(picked)}?"))
+            made["forms"] += 1
+            continue
+        common = [w for w in rare if 2 <= df[stem(w)] <= 8]
+        if made["date"] < per_kind and common:
+            day = terms.date_words(m.at).split()
+            when = f"{day[3].title()} {day[0]} {day[1].title()} {day[2]}"
+            text = f"what was said about {common[0]} on {when}?"
+            found.append(_question(m, "date", text))
+            made["date"] += 1
+            continue
+        reply = thread[k + 1] if k + 1 < len(thread) else None
+        if (
+            made["reply"] < per_kind
+            and reply is not None
+            and reply.author != m.author
+            and m.text.rstrip().endswith("?")
+            and len(rare) >= 2
+        ):
+            answer_stems = {stem(w) for w in words[k + 1]}
+            asked = [w for w in rare[:3] if stem(w) not in answer_stems]
+            if len(asked) >= 2:
+                text = " ".join(asked)
+                found.append(_question(reply, "reply", f"what was the answer about {text}?"))
+                made["reply"] += 1
+    return found
+
+
+def _question(m: Message, kind: str, text: str) -> Question:
+    return Question(thread=m.thread, kind=kind, text=text, answer=m.id)
+
+
+def _content(word: str) -> bool:
+    return word.isalpha() and len(word) >= 4 and word not in terms.STOP_WORDS
+
+
+SUFFIXES = ("ing", "ed", "es", "s", "er", "ly", "ion", "ions", "ment", "ation")
+
+
+def _other_form(word: str) -> str:
+    """Another word with the same stem, when a suffix makes one; else the word itself."""
+    stem = terms.stemmer(terms.DEFAULT_LANGUAGE)
+    bases = [word] + [word[: -len(s)] for s in SUFFIXES if word.endswith(s)]
+    bases += [b + "e" for b in bases[1:]]
+    for base in bases:
+        for suffix in ("", *SUFFIXES):
+            form = base + suffix
+            if form != word and len(form) > 2 and stem(form) == stem(word):
+                return form
+    return word
+
+
+class Baseline:
+    """Plain BM25 over a thread's messages: lowercased words, no stemming, no dates."""
+
+    def __init__(self, thread: Sequence[Message]) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.ids = [m.id for m in thread]
+        self.bm25 = BM25Okapi([_plain(line_of(m)) for m in thread])
+
+    def top(self, query: str, k: int) -> list[str]:
+        scores = self.bm25.get_scores(_plain(query))
+        order = sorted(range(len(self.ids)), key=lambda n: -scores[n])
+        return [self.ids[n] for n in order[:k] if scores[n] > 0]
+
+
+def _plain(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+async def scores(
+    corpora: Sequence[Corpus], folder: Path, *, per_kind: int, seed: int = 11
+) -> tuple[list[Score], list[Recall]]:
+    """Recall at 1, 5 and 10 of search and of the baseline, by corpus and kind of question;
+    and what the view's recall block adds for the same questions."""
+    found: list[Score] = []
+    recalls: list[Recall] = []
+    for corpus in corpora:
+        threads = spread(corpus)
+        rng = random.Random(seed)
+        asked = [q for thread in threads for q in questions(thread, rng, per_kind)]
+        path = folder / f"retrieval-{corpus.name}.sqlite"
+        log.info("retrieval: %s, %d questions", corpus.name, len(asked))
+        async with History(SETTINGS, store=str(path), pause=0.0) as history:
+            for thread in threads:
+                for m in thread:
+                    await history.message_created(m)
+            await history.wait()
+            index = {m.id: k for thread in threads for k, m in enumerate(thread)}
+            baselines = {t[0].thread: Baseline(t) for t in threads if t}
+            ranks: dict[tuple[str, str], list[int | None]] = {}
+            for q in asked:
+                hits = await search(history, q.thread, q.text, limit=max(DEPTHS))
+                labels = [h.index for h in hits if h.level == 0]
+                ours = labels.index(index[q.answer]) if index[q.answer] in labels else None
+                plain = baselines[q.thread].top(q.text, max(DEPTHS))
+                theirs = plain.index(q.answer) if q.answer in plain else None
+                ranks.setdefault((q.kind, "search"), []).append(ours)
+                ranks.setdefault((q.kind, "bm25"), []).append(theirs)
+            recalls.append(await _recall(history, corpus.name, asked, index))
+        for kind in (*KINDS, "all"):
+            for method in ("search", "bm25"):
+                got = [
+                    r
+                    for (k, m), rs in ranks.items()
+                    if m == method and kind in (k, "all")
+                    for r in rs
+                ]
+                if got:
+                    found.append(
+                        Score(
+                            corpus=corpus.name,
+                            kind=kind,
+                            method=method,
+                            questions=len(got),
+                            found=tuple(
+                                sum(r is not None and r < d for r in got) / len(got) for d in DEPTHS
+                            ),
+                        )
+                    )
+    return found, recalls
+
+
+async def _recall(
+    history: History, corpus: str, asked: Sequence[Question], index: dict[str, int]
+) -> Recall:
+    """The recall block each question would bring as the newest message of its thread."""
+    spent, held, took = [], 0, 0.0
+    for q in asked:
+        outline = await history.outline(q.thread)
+        whole = outline.boundary if outline is not None else 0
+        started = time.perf_counter()
+        block = await recall_block(
+            history, q.thread, q.text, agent="assistant", budget=RECALL, whole=whole
+        )
+        took += time.perf_counter() - started
+        spent.append(len(block) and terms_tokens(block, history))
+        held += any(line.startswith(f"{index[q.answer]}+1|") for line in block.splitlines())
+    n = max(len(asked), 1)
+    return Recall(
+        corpus=corpus, budget=RECALL, tokens=sum(spent) / n, holds=held / n, ms=1000 * took / n
+    )
+
+
+def terms_tokens(text: str, history: History) -> int:
+    from history.processors.weight import tokens
+
+    return tokens(text, history.settings.encoding)
+
+
+async def timings(
+    sizes: Sequence[int], texts: Sequence[Message], folder: Path, *, queries: int, seed: int = 5
+) -> list[Timing]:
+    """Search time per query in stores of `sizes` messages, in threads of `THREAD`."""
+    found = []
+    rng = random.Random(seed)
+    for total in sizes:
+        path = folder / f"timing-{total}.sqlite"
+        store = open_store(str(path))
+        await store.open()
+        try:
+            batch = []
+            for n in range(0, total, THREAD):
+                count = min(THREAD, total - n)
+                batch.append(_records(f"timed-{n // THREAD}", texts, count, rng))
+                if len(batch) == 10:
+                    await store.load_records(batch)
+                    batch = []
+            if batch:
+                await store.load_records(batch)
+            thread = "timed-0"
+            asked = [
+                " ".join(
+                    rng.sample([w for w in terms.words(m.text) if _content(w)] or ["x"], 1)
+                    + rng.sample(terms.words(m.text) or ["x"], 1)
+                )
+                for m in rng.sample(list(texts), queries)
+            ]
+            times = []
+            for query in asked:
+                started = time.perf_counter()
+                await store.search(thread, query, 10)
+                times.append(1000 * (time.perf_counter() - started))
+        finally:
+            await store.close()
+        times.sort()
+        found.append(
+            Timing(
+                messages=total,
+                thread=min(THREAD, total),
+                median_ms=statistics.median(times),
+                p90_ms=times[int(0.9 * (len(times) - 1))],
+            )
+        )
+        log.info("search at %d messages: %.1f ms a query", total, found[-1].median_ms)
+    return found
+
+
+def _records(
+    thread: str, texts: Sequence[Message], count: int, rng: random.Random
+) -> ThreadRecords:
+    """A thread of `count` messages drawn from `texts`, with every line of its tree (each the
+    lines under it joined, cut to 512 bytes, as the echo summarizer writes them)."""
+    picked = [texts[rng.randrange(len(texts))] for _ in range(count)]
+    messages = [
+        Stored(
+            message=replace(m, id=f"{thread}-{k}", thread=thread, at=START + k * SPACING),
+            seq=k,
+            index=k,
+            weight=1,
+        )
+        for k, m in enumerate(picked)
+    ]
+    level = [_leaf(s) for s in messages]
+    nodes = list(level)
+    while len(level) > 1:
+        level = [_merge(level[k], level[k + 1]) for k in range(0, len(level) - 1, 2)]
+        nodes += level
+    return ThreadRecords(thread=thread, messages=tuple(messages), summaries=tuple(nodes))
+
+
+def _leaf(s: Stored) -> Summary:
+    text = cut(line_of(s.message), 512) if len(line_of(s.message)) > 500 else line_of(s.message)
+    return Summary(
+        thread=s.message.thread,
+        level=0,
+        index=s.index or 0,
+        text=text,
+        bytes=len(text.encode()),
+        message=s.message.id,
+        at=s.message.at,
+    )
+
+
+def _merge(a: Summary, b: Summary) -> Summary:
+    joined = one_line(f"{a.text} {b.text}")
+    text = cut(joined, 512) if len(joined.encode()) > 512 else joined
+    return Summary(
+        thread=a.thread,
+        level=a.level + 1,
+        index=a.index // 2,
+        text=text,
+        bytes=len(text.encode()),
+        message=None,
+        at=b.at,
+    )
+
+
+async def run(
+    corpora: Sequence[Corpus],
+    folder: Path,
+    *,
+    questions: int,
+    sizes: Sequence[int],
+    queries: int,
+) -> Retrieval:
+    """Every retrieval measure: recall by corpus and kind, the recall block, search times."""
+    found, recalls = await scores(corpora, folder, per_kind=questions)
+    texts = [m for corpus in corpora for thread in spread(corpus) for m in thread]
+    times = await timings(sizes, texts, folder, queries=queries) if texts and sizes else []
+    return Retrieval(scores=tuple(found), timings=tuple(times), recalls=tuple(recalls))
+
+
+def targets(retrieval: Retrieval, *, real: Sequence[str]) -> list[Target]:
+    """The issue's targets: on real chats, the answer in the top 10 for 75% of questions and
+    first for 33%; a query on a 600-message thread in a store of ten such in 10 ms."""
+    found = []
+    mixed = [s for s in retrieval.scores if s.kind == "all" and s.corpus in real]
+    ours = [s for s in mixed if s.method == "search"]
+    if ours:
+        total = sum(s.questions for s in ours)
+        top1 = sum(s.found[0] * s.questions for s in ours) / total
+        top10 = sum(s.found[-1] * s.questions for s in ours) / total
+        plain = [s for s in mixed if s.method == "bm25"]
+        base10 = sum(s.found[-1] * s.questions for s in plain) / max(total, 1)
+        found.append(
+            Target(
+                goal="search on real chats: the answer in the top 10 for 75% of questions, "
+                "first for 33%",
+                met=top10 >= 0.75 and top1 >= 0.33,
+                numbers=f"top 10: {top10:.0%}, top 1: {top1:.0%} over {total} questions "
+                f"(plain BM25: {base10:.0%} in the top 10)",
+                why="The questions this benchmark makes are its own, worded unlike their "
+                "answers; the misses are mostly replies found only through their neighbours, "
+                "which rank below messages that hold the words.",
+            )
+        )
+    store = [t for t in retrieval.timings if t.messages >= 10 * THREAD]
+    if store:
+        t = store[0]
+        found.append(
+            Target(
+                goal="search: at most 10 ms a query on a 600-message thread in a store of ten "
+                "such threads or more",
+                met=t.median_ms <= 10,
+                numbers=f"{t.median_ms:.1f} ms median ({t.p90_ms:.1f} ms p90) at "
+                f"{t.messages:,} messages",
+                why="Each query reads every row of the thread that holds one of its words (a "
+                "common word holds many) with their counts, and ranks them in Python so both "
+                "stores agree; the time is in that reading and ranking, not in the index.",
+            )
+        )
+    return found
+
+
+def table(retrieval: Retrieval, pct: Callable[[float], str]) -> list[str]:
+    """The report's section."""
+    out = [
+        "| corpus | questions | kind | search top 1 / 5 / 10 | BM25 top 1 / 5 / 10 |",
+        "|---|---|---|---|---|",
+    ]
+    by = {(s.corpus, s.kind, s.method): s for s in retrieval.scores}
+    for corpus, kind, method in by:
+        if method != "search":
+            continue
+        ours, theirs = by[(corpus, kind, "search")], by.get((corpus, kind, "bm25"))
+        row = [
+            corpus,
+            str(ours.questions),
+            kind,
+            " / ".join(pct(f) for f in ours.found),
+            " / ".join(pct(f) for f in theirs.found) if theirs else "-",
+        ]
+        out.append("| " + " | ".join(row) + " |")
+    out += ["", "| store | thread | median ms a query | p90 ms |", "|---|---|---|---|"]
+    out += [
+        f"| {t.messages:,} messages | {t.thread} | {t.median_ms:.1f} | {t.p90_ms:.1f} |"
+        for t in retrieval.timings
+    ]
+    out += [
+        "",
+        "| corpus | recall budget | tokens added a turn | answer in the block | ms |",
+        "|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r.corpus} | {r.budget} | {r.tokens:.0f} | {pct(r.holds)} | {r.ms:.1f} |"
+        for r in retrieval.recalls
+    ]
+    return [*out, ""]
