@@ -17,6 +17,8 @@ The rules, so that a real export can be ingested as it is:
   `search("...")`) keeps it as text, its arguments `{"code": text}`;
 - `create_time` (epoch seconds) becomes an aware UTC time; a message without one takes the time
   of the message before it (or of the conversation);
+- an answer's citation marks (`【11†source】`, or the newer `content_references`) become the
+  links they stand for (`[title](url)`);
 - attachments and images are files (an image weighs as one, by its `image/` type); a file an
   asset pointer names keeps it as its `url` (`file-service://file-ab`), and its size: an
   upload, an image DALL-E generated, an image a python run made.
@@ -186,6 +188,8 @@ def _message(
         calls[recipient] = node_id
         made = Calls(calls=(Call(id=node_id, name=recipient, args=_arguments(text, kind)),))
         role, step, text = ASSISTANT, True, encode(made)
+    elif role == "assistant":
+        text = _linked(text, metadata)
     elif role == "tool":
         tool = name if isinstance(name, str) and name else "tool"
         call = _call_of(tool, calls)
@@ -200,6 +204,38 @@ def _message(
         id=f"{thread}:{node_id}", thread=thread, author=role, text=text, at=at, step=step,
         files=files,
     )  # fmt: skip
+
+
+def _linked(text: str, metadata: Mapping[str, object]) -> str:
+    """An answer with its citation marks replaced by the links they stand for: a mark such as
+    `【11†source】` (`citations`, by its place in the text) by `[title](url)`, a newer mark
+    (`content_references`, by its `matched_text`) by the text ChatGPT shows for it (`alt`)."""
+    cites = metadata.get("citations")
+    spans: list[tuple[int, int, str]] = []
+    for cite in cites if isinstance(cites, list) else ():
+        about = cite.get("metadata") if isinstance(cite, Mapping) else None
+        if not isinstance(cite, Mapping) or not isinstance(about, Mapping):
+            continue
+        start, end, url, title = (
+            cite.get("start_ix"),
+            cite.get("end_ix"),
+            about.get("url"),
+            about.get("title"),
+        )
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(url, str)):
+            continue
+        if 0 <= start < end <= len(text) and text[start] == "【":  # the mark, not moved text
+            name = title if isinstance(title, str) and title else url
+            spans.append((start, end, f"[{name}]({url})"))
+    for start, end, link in sorted(spans, reverse=True):
+        text = text[:start] + link + text[end:]
+    references = metadata.get("content_references")
+    for ref in references if isinstance(references, list) else ():
+        mark = ref.get("matched_text") if isinstance(ref, Mapping) else None
+        shown = ref.get("alt") if isinstance(ref, Mapping) else None
+        if isinstance(mark, str) and mark and isinstance(shown, str):
+            text = text.replace(mark, shown)
+    return text
 
 
 def _call_of(tool: str, calls: Mapping[str, str]) -> str | None:

@@ -21,6 +21,7 @@ DATA = Path(__file__).parent / "data"
 EXPORT = DATA / "chatgpt-export.json"
 BROKEN = DATA / "chatgpt-export-broken.json"
 CAFE = "67a1c2d3-4e5f-8a9b-0c1d-2e3f4a5b6c7d"
+MENU = "67a1c2d3-0000-8a9b-0c1d-2e3f4a5b6c7e"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
@@ -63,7 +64,15 @@ def test_a_real_chatgpt_export_keeps_its_links_files_and_tool_calls(
     shown = {m.id.split(":", 1)[1]: m for m in messages(db, CAFE)}
     # The branches that were not shown (an edited question, a regenerated answer) are left out.
     assert node("q1-old") not in shown and node("a1-first") not in shown
-    assert shown[node("a1")].text.startswith("On Sundays most cafés in Lyon open at 8:00")
+    # An answer's citation marks become the links they stand for.
+    assert shown[node("a1")].text == (
+        "On Sundays most cafés in Lyon open at 8:00 and close around 14:00 "
+        "[Lyon cafés open on Sunday](https://www.lyon-france.com/cafes-sunday)."
+    )
+    (_, answer) = messages(db, MENU)
+    assert answer.text == (
+        "Yes, it is close to the average in Lyon ([example.fr](https://www.example.fr/prix-cafe-lyon))."
+    )
     # The browser's and python's calls keep their text as it was written.
     browser = step(shown[node("b1")])["tool_calls"][0]
     assert browser["name"] == "browser"
