@@ -268,7 +268,7 @@ def test_the_startup_benchmark_times_commands_against_the_bare_interpreter(tmp_p
     found = startup.measure(tmp_path, repeats=1, commands=[("--help",), ("threads", "--json")])
     assert [s.command for s in found] == ["chat-outline --help", "chat-outline threads --json"]
     assert (tmp_path / "startup.sqlite").exists()
-    assert all(s.seconds > s.baseline > 0 for s in found)
+    assert all(s.seconds > 0 and s.cpu > s.baseline_cpu > 0 for s in found)
     section = "\n".join(startup.report(found, 1))
     assert "| `chat-outline threads --json` |" in section
     assert (
