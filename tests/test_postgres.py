@@ -132,3 +132,21 @@ async def test_a_thread_erased_and_refilled_by_another_process_is_read_afresh(ur
         expected = await snapshot(single, asks)
     assert got == expected
     assert "old plan" not in json.dumps(got)
+
+
+async def test_the_search_index_is_written_through_so_a_search_reads_no_pending_list(
+    url: str,
+) -> None:
+    store = open_store(url)
+    await store.open()
+    try:
+        for k in range(3):
+            await store.add(message(k, f"the venue {k}"), 5)
+    finally:
+        await store.close()
+    pending = (
+        "SELECT c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relname = 'search_words' AND n.nspname = current_schema()"
+    )
+    found = await anyio.to_thread.run_sync(postgres_sql, url, pending)
+    assert found[0][0] == ["fastupdate=off"]

@@ -39,6 +39,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0010_native", "native.sql"),
     ("0011_thread", "thread.sql"),
     ("0012_search2", "search2.sql"),
+    ("0013_search_gin", "search_gin.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 

@@ -1,0 +1,1 @@
+-- SQLite's full-text index needs no change here; see `search_gin.postgresql.sql`.
