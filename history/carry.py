@@ -32,10 +32,16 @@ from .contract import About, File, Message, Outline, Stored, Summary, TailItem, 
 from .errors import ConflictError, InputError, NotFoundError
 from .lines import size
 from .store import Store
+from .store.consistency import LARGEST, TOP_LEVEL
 from .store.records import Call, Loaded, ThreadRecords
 from .summarizer import Ask
 
 FORMAT = 1
+
+
+Count = Annotated[int, Field(ge=0, le=LARGEST)]
+"""A number a store holds: from 0 to the largest its columns take (2**63 - 1)."""
+Level = Annotated[int, Field(ge=0, le=TOP_LEVEL)]
 
 
 class _Line(BaseModel):
@@ -50,7 +56,7 @@ class HeaderLine(_Line):
 class FileLine(_Line):
     name: str
     mime: str | None = None
-    size: int = 0
+    size: Count = 0
     url: str | None = None
 
     @model_serializer(mode="wrap")
@@ -66,24 +72,24 @@ class MessageLine(_Line):
     kind: Literal["message"] = "message"
     id: str
     thread: str
-    seq: int
-    index: int | None
+    seq: Count
+    index: Count | None
     author: str
     to: str
     text: str
     at: str
     step: bool
     files: list[FileLine]
-    weight: int
+    weight: Count
 
 
 class SummaryLine(_Line):
     kind: Literal["summary"] = "summary"
     thread: str
-    level: int
-    index: int
+    level: Level
+    index: Count
     text: str
-    bytes: int
+    bytes: Count
     message: str | None
     at: str
 
@@ -91,33 +97,33 @@ class SummaryLine(_Line):
 class OutlineLine(_Line):
     kind: Literal["outline"] = "outline"
     thread: str
-    lines: list[tuple[int, int, int, str]]
+    lines: list[tuple[Level, Count, Count, str]]
     """`[level, index, bytes, at]`, oldest first."""
-    bytes: int
-    boundary: int
+    bytes: Count
+    boundary: Count
     since: str | None
     cut_at: str | None
     gone: str | None
-    tail: list[tuple[str, int, str, bool, int]]
+    tail: list[tuple[str, Count, str, bool, Count]]
     """`[message id, weight, at, step, seq]`, oldest first."""
-    tokens: int
+    tokens: Count
     draining: bool
-    position: int
+    position: Annotated[int, Field(ge=-1, le=LARGEST)]
 
 
 class CallLine(_Line):
     kind: Literal["call"] = "call"
     thread: str
-    n: int
+    n: Count
     model: str
-    level: int
-    index: int
+    level: Level
+    index: Count
     prompts: list[str]
     answers: list[str]
     line: str
     outcome: Literal["fit", "cut", "fallback"]
-    input_tokens: int
-    output_tokens: int
+    input_tokens: Count
+    output_tokens: Count
 
 
 class ThreadLine(_Line):

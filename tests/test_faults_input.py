@@ -13,12 +13,21 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
+from history import InputError
 from history.cli import main
+from history.contract import Outline, Stored
 from history.processors.weight import weight
+from history.store import Store
+from history.store.records import ThreadRecords
 
 from .conftest import message
 
@@ -72,7 +81,7 @@ def digest(path: Path) -> str:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Path:
+def example(tmp_path: Path) -> Path:
     """A store holding the example chat, cut into an outline: thread `t`."""
     path = tmp_path / "h.sqlite"
     result = cli("ingest", EXAMPLE, "--tail", "40,80", "--db", path)
@@ -135,13 +144,13 @@ def test_processes_creating_one_fresh_store_at_once_all_succeed(tmp_path: Path) 
 # 7. Files are written aside, fresh
 
 
-def test_export_never_follows_a_link_planted_where_it_writes(store: Path, tmp_path: Path) -> None:
+def test_export_never_follows_a_link_planted_where_it_writes(example: Path, tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     out = tmp_path / "out.jsonl"
     for name in (".out.jsonl.partial", ".out.jsonl.tmp", "out.jsonl.partial"):
         (tmp_path / name).symlink_to(victim)
-    result = cli("export", "--out", out, "--db", store)
+    result = cli("export", "--out", out, "--db", example)
     assert result.returncode == 0, result.stderr
     assert victim.read_text() == "precious\n"
     assert not out.is_symlink() and out.read_text().startswith('{"kind":"chat-history"')
@@ -202,7 +211,9 @@ def test_reading_commands_create_nothing_on_an_empty_or_missing_file(
 
 READ_ALL = f"""
 import sys
+from history import InputError
 from history.cli import main
+from history.contract import Outline, Stored
 db = sys.argv[1]
 for command in {READ_ONLY!r}:
     if main([*command, "--db", db]) != 0:
@@ -211,19 +222,19 @@ print("ingest", main(["ingest", "{EXAMPLE}", "--db", db]), file=sys.stderr)
 """
 
 
-def test_reading_commands_work_on_a_read_only_mount(store: Path) -> None:
-    here = store.parent
+def test_reading_commands_work_on_a_read_only_mount(example: Path) -> None:
+    here = example.parent
     result = in_namespace(
         f"mount --bind {here} {here}; mount -o remount,ro,bind {here}\n"
-        f"{sys.executable} -c {shlex.quote(READ_ALL)} {store} > /dev/null"
+        f"{sys.executable} -c {shlex.quote(READ_ALL)} {example} > /dev/null"
     )
     assert "FAILED" not in result.stderr and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.splitlines()[-2:] == [
-        f"chat-outline: cannot write the SQLite store '{store}': the file or its directory is "
+        f"chat-outline: cannot write the SQLite store '{example}': the file or its directory is "
         "read-only (unable to open database file)",
         "ingest 2",
     ]
-    assert integrity(store) == "ok"
+    assert integrity(example) == "ok"
 
 
 def full_export(path: Path, messages: int) -> None:
@@ -241,7 +252,9 @@ def full_export(path: Path, messages: int) -> None:
 
 LOAD_ON_A_FULL_DISK = """
 import sqlite3, sys
+from history import InputError
 from history.cli import main
+from history.contract import Outline, Stored
 export, db = sys.argv[1:]
 print("load", main(["load", export, "--db", db]))
 with sqlite3.connect(db) as connection:
@@ -268,15 +281,135 @@ def test_a_full_disk_during_a_load_is_reported_as_such_and_writes_nothing(
 
 
 def test_an_outline_line_whose_node_is_lost_is_left_out_of_the_prompt_with_a_warning(
-    store: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    example: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with sqlite3.connect(store) as db:
+    with sqlite3.connect(example) as db:
         level, index, _, _ = json.loads(db.execute("SELECT lines FROM outline").fetchone()[0])[0]
         db.execute("DELETE FROM summary WHERE level = ? AND idx = ?", (level, index))
     db.close()
-    code = main(["prompt", "t", "--db", str(store)])
+    code = main(["prompt", "t", "--db", str(example)])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "Ana → north" in out
     assert [r.getMessage() for r in caplog.records] == ["thread 't': 1 outline lines have no node"]
     assert caplog.records[0].chat_thread == "t"
+
+
+# 4. A load checks everything before it writes anything
+
+
+@pytest.fixture
+def exported(example: Path, tmp_path: Path) -> list[dict[str, Any]]:
+    """The example thread's export, one record a line: messages, nodes, outline, calls."""
+    out = tmp_path / "export.jsonl"
+    assert main(["export", "--out", str(out), "--db", str(example)]) == 0
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def first(records: list[dict[str, Any]], kind: str, **match: Any) -> dict[str, Any]:
+    return next(r for r in records if r["kind"] == kind and match.items() <= r.items())
+
+
+def changed(records: list[dict[str, Any]], change: Callable[[list[dict[str, Any]]], object]):  # type: ignore[no-untyped-def]
+    copy = json.loads(json.dumps(records))
+    change(copy)
+    return copy
+
+
+def at_node_1(records: list[dict[str, Any]]) -> None:
+    first(records, "outline")["lines"][0][:2] = [1, 40]
+
+
+INCONSISTENT: dict[str, tuple[Callable[[list[dict[str, Any]]], object], str]] = {
+    "position past the last message": (
+        lambda r: first(r, "outline").update(position=1_000_000),
+        "the outline of thread 't' has position 1000000, out of range (-1 to 15)",
+    ),
+    "a line naming no node": (
+        at_node_1,
+        "the outline of thread 't' has line 80+2 (level 1), a node the thread does not have",
+    ),
+    "a message moved to another thread": (
+        lambda r: first(r, "message", seq=3).update(thread="elsewhere"),
+        "message 'm4' of thread 't' has seq 4, where seq 3 is due",
+    ),
+    "a message turned into a step": (
+        lambda r: first(r, "message", seq=3).update(step=True, index=None),
+        "message 'm4' of thread 't' has index 4, but it is shared message 3",
+    ),
+    "a seq past 2**63": (
+        lambda r: first(r, "message", seq=3).update(seq=2**64),
+        "not a chat-history record (message.seq: Input should be less than or equal to",
+    ),
+    "a tail with an unknown id": (
+        lambda r: first(r, "outline")["tail"][0].__setitem__(0, "ghost"),
+        "the outline of thread 't' has TailItem(id='ghost'",
+    ),
+    "a negative weight": (
+        lambda r: first(r, "message", seq=2).update(weight=-(10**9)),
+        "not a chat-history record (message.weight: Input should be greater than or equal to 0)",
+    ),
+    "an absurd weight": (
+        lambda r: first(r, "message", seq=2).update(weight=10**12),
+        "message 'm2' of thread 't' has weight 1000000000000, out of range (0 to 36)",
+    ),
+    "a boundary past the lines": (
+        lambda r: first(r, "outline").update(boundary=first(r, "outline")["boundary"] + 1),
+        "the outline of thread 't' has boundary 13, where its records make 12",
+    ),
+    "a node past the messages": (
+        lambda r: first(r, "summary", level=0, index=0).update(index=400),
+        "node 400+1 (level 0) of thread 't' covers shared messages 400 to 400, but the thread "
+        "has 16",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", INCONSISTENT, ids=str)
+def test_an_inconsistent_export_is_refused_naming_the_record_and_writes_nothing(
+    exported: list[dict[str, Any]], tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change, reason = INCONSISTENT[case]
+    path, db = tmp_path / "bad.jsonl", tmp_path / "other.sqlite"
+    path.write_text("".join(json.dumps(r) + "\n" for r in changed(exported, change)))
+    code = main(["load", str(path), "--db", str(db)])
+    out, err = capsys.readouterr()
+    line = refused(subprocess.CompletedProcess([], code, out, err))
+    assert reason in line
+    if db.exists():
+        with sqlite3.connect(db) as connection:
+            assert connection.execute("SELECT count(*) FROM message").fetchone() == (0,)
+        connection.close()
+        assert integrity(db) == "ok"
+
+
+def test_a_consistent_export_loads_back_identically(
+    exported: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    path, db, again = tmp_path / "good.jsonl", tmp_path / "other.sqlite", tmp_path / "again.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in exported))
+    assert main(["load", str(path), "--db", str(db)]) == 0
+    assert main(["export", "--out", str(again), "--db", str(db)]) == 0
+    assert [json.loads(line) for line in again.read_text().splitlines()] == exported
+    assert integrity(db) == "ok"
+
+
+@pytest.mark.anyio
+async def test_records_handed_to_a_store_are_checked_before_anything_is_written(
+    store: Store,
+) -> None:
+    said = [Stored(message=message(n, "hi"), seq=n, index=n, weight=9) for n in range(3)]
+    with pytest.raises(InputError, match="has seq 18446744073709551616, where seq 2 is due"):
+        far = replace(said[2], seq=2**64)
+        await store.load_records([ThreadRecords(thread="t", messages=(*said[:2], far))])
+    outline = Outline(
+        thread="t", epoch="", version=0, lines=[], bytes=0, boundary=0, since=said[0].message.at,
+        cut_at=None, gone=None, tail=deque(s.tail_item() for s in said), tokens=27,
+        draining=False, position=2,
+    )  # fmt: skip
+    ahead = replace(outline, position=1_000_000)
+    with pytest.raises(InputError, match="has position 1000000, out of range"):
+        await store.load_records([ThreadRecords(thread="t", messages=tuple(said), outline=ahead)])
+    assert await store.threads() == []
+    await store.load_records([ThreadRecords(thread="t", messages=tuple(said), outline=outline)])
+    assert await store.outline("t") == replace(outline, epoch=ANY)

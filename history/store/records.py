@@ -18,6 +18,7 @@ from ..contract import About, Outline, Stored, Summary
 from ..errors import ConflictError, StoreError
 from ..lines import node_id
 from ..summarizer import Ask
+from .consistency import check_thread
 from .rows import ask_from_row, call_key
 
 T = TypeVar("T")
@@ -134,6 +135,8 @@ def plan(
     Raises:
         ConflictError: a record that contradicts the store (another text for the same node,
             another message under the same id), naming it.
+        InputError: records that contradict one another once merged with the store (an outline
+            past the thread's last message, a line naming no node, a gap in the seqs, ...).
         StoreError: a replace whose thread changed or was erased since it was read.
     """
     thread = incoming.thread
@@ -148,6 +151,13 @@ def plan(
     if write == "create" and outline is None and not (messages or old.messages):
         write = "keep"  # nothing of the thread is stored: no outline to start
     kept_outline = write == "keep" and incoming.outline is not None
+    check_thread(
+        thread,
+        sorted([*old.messages, *messages], key=lambda s: s.seq),
+        [*(() if replace else old.summaries), *summaries],
+        outline if write != "keep" else old.outline,
+        calls,
+    )
     about = _new_about(old.about, incoming.about)
     known_about = incoming.about is not None and about is None
     return Plan(

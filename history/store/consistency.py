@@ -1,0 +1,180 @@
+"""What a thread's records must agree on before a load writes them (SPEC sections 4 and 5).
+
+A load takes records from a file anyone may have edited. Before one row is written, the thread
+as it would then be stored (what the store holds, with what comes in) is checked whole, and the
+first contradiction is refused with an InputError naming the record: a later processing, view
+or rebuild can then rely on what it reads.
+
+- messages: seqs 0, 1, 2, ... with no gap; the shared ones numbered 0, 1, 2, ... in seq order,
+  steps with no index; a weight from 0 to what the message could weigh at most;
+- nodes: a level-0 node names the shared message with its index; a node covers shared messages
+  that exist; its bytes are its text's;
+- the outline: its lines name stored nodes, with their bytes, and cover the shared messages
+  before `boundary` in order; its tail is the thread's messages from where it starts to
+  `position`, as stored; `bytes`, `tokens`, `boundary` and `since` are what those make;
+- calls: their numbers in range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..contract import Outline, Stored, Summary
+from ..errors import InputError
+from ..lines import label, render, size
+from ..processors.weight import MESSAGE_OVERHEAD, file_tokens
+
+if TYPE_CHECKING:
+    from .records import Call
+
+LARGEST = 2**63 - 1
+"""The largest number a store's columns hold."""
+TOP_LEVEL = 62
+"""No thread holds 2**63 messages: a node above this level cannot exist."""
+
+
+def check_thread(
+    thread: str,
+    messages: Sequence[Stored],
+    summaries: Sequence[Summary],
+    outline: Outline | None,
+    calls: Sequence[Call],
+) -> None:
+    """Refuse a thread whose records disagree, naming the first record at fault.
+
+    Args:
+        messages: every message of the thread, in seq order.
+        summaries: every node of the thread.
+        outline: the outline to be stored; None for one a load makes fresh.
+        calls: the calls to be written.
+
+    Raises:
+        InputError: the first contradiction, naming the record and what it contradicts.
+    """
+    shared = _check_messages(thread, messages)
+    nodes = _check_nodes(thread, summaries, shared)
+    if outline is not None:
+        _check_outline(outline, messages, nodes)
+    for call in calls:
+        ask = call.ask
+        for name, value in (("n", call.n), ("level", ask.level), ("index", ask.index),
+                            ("input_tokens", ask.input_tokens),
+                            ("output_tokens", ask.output_tokens)):  # fmt: skip
+            _in_range(f"call {call.key[:16]!r} of thread {thread!r}", name, value, 0, LARGEST)
+
+
+def _check_messages(thread: str, messages: Sequence[Stored]) -> list[Stored]:
+    """The shared messages, by index, once every message has its place and a likely weight."""
+    shared: list[Stored] = []
+    for seq, s in enumerate(messages):
+        m = s.message
+        what = f"message {m.id!r} of thread {thread!r}"
+        if s.seq != seq:
+            raise InputError(
+                f"{what} has seq {s.seq}, where seq {seq} is due: a thread's seqs run 0, 1, 2, "
+                "... with no gap",
+                field="seq",
+            )
+        due = None if m.step else len(shared)
+        if s.index != due:
+            kind = "a step, which has no index" if m.step else f"shared message {due}"
+            raise InputError(f"{what} has index {s.index!r}, but it is {kind}", field="index")
+        most = size(render(m)) + MESSAGE_OVERHEAD + sum(file_tokens(f) for f in m.files)
+        _in_range(what, "weight", s.weight, 0, most)
+        if not m.step:
+            shared.append(s)
+    return shared
+
+
+def _check_nodes(
+    thread: str, summaries: Sequence[Summary], shared: Sequence[Stored]
+) -> dict[tuple[int, int], Summary]:
+    nodes: dict[tuple[int, int], Summary] = {}
+    for node in summaries:
+        _in_range(f"a node of thread {thread!r}", "level", node.level, 0, TOP_LEVEL)
+        what = f"node {label(node.level, node.index)} (level {node.level}) of thread {thread!r}"
+        _in_range(what, "index", node.index, 0, LARGEST)
+        span = 2**node.level
+        if (node.index + 1) * span > len(shared):
+            raise InputError(
+                f"{what} covers shared messages {node.index * span} to "
+                f"{(node.index + 1) * span - 1}, but the thread has {len(shared)}",
+                field="summary",
+            )
+        named = shared[node.index].message.id if node.level == 0 else None
+        if node.message != named:
+            raise InputError(
+                f"{what} names message {node.message!r}, not {named!r}", field="summary"
+            )
+        if node.bytes != size(node.text):
+            raise InputError(
+                f"{what} has bytes {node.bytes}, not the size of its text ({size(node.text)})",
+                field="bytes",
+            )
+        nodes[(node.level, node.index)] = node
+    return nodes
+
+
+def _check_outline(
+    outline: Outline,
+    messages: Sequence[Stored],
+    nodes: dict[tuple[int, int], Summary],
+) -> None:
+    what = f"the outline of thread {outline.thread!r}"
+    _in_range(what, "position", outline.position, -1, len(messages) - 1)
+    covered = 0
+    for level, index, bytes, _ in outline.lines:
+        node = nodes.get((level, index))
+        if node is None:
+            raise InputError(
+                f"{what} has line {label(level, index)} (level {level}), a node the thread "
+                "does not have",
+                field="outline",
+            )
+        if index * 2**level != covered or node.bytes != bytes:
+            raise InputError(
+                f"{what} has line {label(level, index)} (level {level}, {bytes} bytes) where "
+                f"the line of shared message {covered} on is due, with its node's bytes",
+                field="outline",
+            )
+        covered += 2**level
+    _equal(what, "bytes", outline.bytes, sum(entry[2] + 1 for entry in outline.lines))
+    tail = list(outline.tail)
+    start = tail[0].seq if tail else outline.position + 1
+    if not tail and outline.position >= 0:
+        raise InputError(f"{what} has an empty tail at position {outline.position}", field="tail")
+    for seq, item in enumerate(tail, start=start):
+        stored = messages[seq].tail_item() if 0 <= seq <= outline.position else None
+        if item != stored:
+            raise InputError(
+                f"{what} has {item!r} in its tail where {stored!r} is due: the tail is the "
+                f"thread's messages as stored, from seq {start} to position {outline.position}",
+                field="tail",
+            )
+    if tail and tail[-1].seq != outline.position:
+        raise InputError(
+            f"{what} has a tail ending at seq {tail[-1].seq}, not at its position "
+            f"{outline.position}",
+            field="tail",
+        )
+    _equal(what, "tokens", outline.tokens, sum(item.weight for item in tail))
+    _equal(what, "boundary", outline.boundary, sum(not s.message.step for s in messages[:start]))
+    if covered != outline.boundary:
+        raise InputError(
+            f"{what} has lines for shared messages 0 to {covered - 1}, not up to its boundary "
+            f"{outline.boundary}",
+            field="outline",
+        )
+    if tail and outline.since != tail[0].at:
+        raise InputError(f"{what} has since {outline.since}, not {tail[0].at}", field="since")
+
+
+def _in_range(what: str, name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise InputError(f"{what} has {name} {value}, out of range ({low} to {high})", field=name)
+
+
+def _equal(what: str, name: str, value: int, due: int) -> None:
+    if value != due:
+        raise InputError(f"{what} has {name} {value}, where its records make {due}", field=name)
