@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from ..contract import Outline, Stored, Summary
 from ..errors import InputError
 from ..lines import label, render, size
-from ..processors.weight import MESSAGE_OVERHEAD, file_tokens
 
 if TYPE_CHECKING:
     from .records import Call
@@ -66,6 +65,8 @@ def check_thread(
 
 def _check_messages(thread: str, messages: Sequence[Stored]) -> list[Stored]:
     """The shared messages, by index, once every message has its place and a likely weight."""
+    from ..processors.weight import MESSAGE_OVERHEAD, file_tokens  # tiktoken only for a load
+
     shared: list[Stored] = []
     for seq, s in enumerate(messages):
         m = s.message
