@@ -184,6 +184,41 @@ async def test_an_always_failing_model_costs_each_line_the_same_bounded_time(
     assert elapsed < 30, f"{lines} lines that fell back took {elapsed:.1f}s"
 
 
+class DeadFor:
+    """Fails every request of one thread; answers the others like `scripted`."""
+
+    name = "scripted"
+
+    def __init__(self, thread: str) -> None:
+        self.thread = thread
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        if task.thread == self.thread:
+            raise RuntimeError("down for this thread")
+        return await Scripted().reply(task, prompts, answers)
+
+
+async def test_a_thread_waiting_out_its_pause_holds_no_other(tmp_path: Path) -> None:
+    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    last = anyio.Event()  # the line of b's message 4, committed with its message 5
+
+    def listener(ask: Any) -> None:
+        if (ask.thread, ask.level, ask.index) == ("b", 0, 4):
+            last.set()
+
+    history = History(settings, store=tmp_path / "h.sqlite", model=DeadFor("a"), pause=30.0)
+    history.subscribe(listener)
+    with anyio.fail_after(30), anyio.CancelScope() as everything:
+        async with history:
+            for m in chat(6, thread="a") + chat(6, thread="b"):
+                await history.message_created(m)
+            await last.wait()
+            a, b = await history.outline("a"), await history.outline("b")
+            everything.cancel()  # thread a would wait out its pauses
+    assert b is not None and b.position == 5 and b.boundary == 5
+    assert a is not None and a.position < 5 and history.counters.failures >= 1
+
+
 # 3. NUL: refused in a message on every store; an answer holding one is a failed try.
 
 
