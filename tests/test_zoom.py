@@ -165,7 +165,9 @@ async def test_an_older_database_is_indexed_when_opened(
         await run.send(*sent)
         expected = await search(run.history, "t", "venue plan")
     kind = "postgresql" if database.startswith("postgresql://") else "sqlite"
-    forget = "DELETE FROM migration WHERE name IN ('0005_search', '0012_search2', '0013_search_gin')"
+    forget = (
+        "DELETE FROM migration WHERE name IN ('0005_search', '0012_search2', '0013_search_gin')"
+    )
     for statement in [*UNINDEXED[kind], forget]:
         await anyio.to_thread.run_sync(run_sql, database, statement)
     async with open_history(tail=(30, 60), store=database) as run:
