@@ -147,10 +147,11 @@ def _newest_leaf(mapping: Mapping[str, object]) -> str | None:
     return max(leaves)[1] if leaves else None
 
 
-def _time_of(node: Mapping[str, object]) -> float:
+def _time_of(node: Mapping[str, object]) -> int | float:
+    """A node's `create_time` to compare (as it is: 10**400 is no float), 0 for none."""
     message = node.get("message")
     at = message.get("create_time") if isinstance(message, Mapping) else None
-    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0
+    return at if isinstance(at, int | float) and not isinstance(at, bool) else 0
 
 
 def _message(
@@ -363,4 +364,4 @@ def _epoch(value: object) -> datetime | None:
     try:
         return datetime.fromtimestamp(value, UTC)
     except (OverflowError, OSError, ValueError):
-        raise InputError(f"create_time {value!r} is not a time", field="at") from None
+        raise InputError(f"create_time {value!r:.40} is not a time", field="at") from None

@@ -98,11 +98,12 @@ def _maintenance(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from .limits import read_file
     from .trace import simulate
 
     settings = settings_of(args)
     try:
-        data = args.file.read_bytes()
+        data = read_file(args.file)
     except OSError as exc:
         print(f"chat-outline: cannot read {str(args.file)!r}: {exc.strerror}", file=sys.stderr)
         return 2

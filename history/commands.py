@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .contract import format_at
-from .errors import ConfigurationError, StoreError
+from .errors import ConfigurationError, InputError, StoreError
 from .ingest import FORMATS
 from .options import db_option, given_budgets, json_option, positive, rebuild_option
 from .settings import HistorySettings
@@ -179,6 +179,7 @@ def _must_exist(db: str) -> None:
 
 def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
     from .ingest import ONE_THREAD, read, shared_threads
+    from .limits import MAX_FILE, read_at_most
 
     console = err()
     files = []
@@ -186,8 +187,10 @@ def _ingest(args: argparse.Namespace, settings: HistorySettings) -> int:
         raise ConfigurationError("standard input (-) can be read only once in one ingest")
     for path in args.files:
         if str(path) == "-":
-            parsed = read(STDIN, data=sys.stdin.buffer.read(), format=args.format,
-                          thread=args.thread)  # fmt: skip
+            data = read_at_most(sys.stdin.buffer, MAX_FILE)
+            if data is None:
+                raise InputError(f"standard input holds more than the {MAX_FILE:,} bytes read")
+            parsed = read(STDIN, data=data, format=args.format, thread=args.thread)
             if parsed.format in ONE_THREAD and args.thread is None:
                 raise ConfigurationError(
                     f"standard input holds one {parsed.format!r} conversation and has no file "

@@ -82,11 +82,17 @@ def pydantic_ai(value: object, thread: str, reader: Reader) -> None:
         if isinstance(message, ai.ModelResponse):
             called.update(p.tool_call_id for p in message.parts if isinstance(p, ai.ToolCallPart))
         stated = _given(raw, message.timestamp)
-        for k, (author, text, step, files, at) in enumerate(_records(message, raw)):
-            last = at or stated or max(last, synthetic_at(i))
-            made = Message(id=f"{thread}:{i}.{k}", thread=thread, author=author, text=text,
-                           at=last, step=step, files=files)  # fmt: skip
-            reader.add(path_of(i), made)
+        try:
+            made = []
+            for k, (author, text, step, files, at) in enumerate(_records(message, raw)):
+                last = at or stated or max(last, synthetic_at(i))
+                made.append(Message(id=f"{thread}:{i}.{k}", thread=thread, author=author,
+                                    text=text, at=last, step=step, files=files))  # fmt: skip
+        except InputError as exc:  # a lone surrogate in its text, say
+            reader.bad(path_of(i), str(exc))
+            continue
+        for m in made:
+            reader.add(path_of(i), m)
 
 
 def _stray_result(
@@ -182,17 +188,18 @@ def chat(value: object, thread: str, reader: Reader) -> None:
     for position, item in enumerate(value):
         try:
             said = _chat_message(item, calls, f"{thread}:{position}")
-        except Below as exc:
-            reader.bad(path_of(*keys, position, *exc.keys), str(exc))
-            continue
-        except InputError as exc:
-            reader.bad(path_of(*keys, position), str(exc))
-            continue
-        if said is not None:
+            if said is None:
+                continue
             author, text, step, files, _ = said
             made = Message(id=f"{thread}:{position}", thread=thread, author=author, text=text,
                            at=synthetic_at(position), step=step, files=files)  # fmt: skip
-            reader.add(path_of(*keys, position), made)
+        except Below as exc:
+            reader.bad(path_of(*keys, position, *exc.keys), str(exc))
+            continue
+        except InputError as exc:  # a lone surrogate in its text, say
+            reader.bad(path_of(*keys, position), str(exc))
+            continue
+        reader.add(path_of(*keys, position), made)
 
 
 CHAT_ROLES = (USER, ASSISTANT, "tool", "function", *SKIPPED_ROLES)

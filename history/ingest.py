@@ -27,7 +27,8 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from .contract import Message
 from .errors import ConfigurationError, InputError
+from .limits import MAX_FILE, MAX_UNZIPPED, loads, read_at_most, read_file
 from .trace import Event, parse_line
 
 if TYPE_CHECKING:
@@ -157,7 +159,7 @@ def read(
     A zip is read as a ChatGPT data export: its `conversations.json` (or the numbered parts
     `conversations-000.json`, ...), a record's place prefixed with the part's name.
     """
-    data = path.read_bytes() if data is None else data
+    data = read_file(path) if data is None else data
     zipped = data.startswith(b"PK\x03\x04")
     chosen = format or ("chatgpt" if zipped else detect(data, path))
     if thread is not None and chosen not in ONE_THREAD:
@@ -202,11 +204,13 @@ def _json(data: bytes, format: Format, thread: str, reader: Reader) -> None:
     from . import chatgpt, formats
 
     try:
-        value = json.loads(data)
+        value = loads(data)
     except UnicodeDecodeError as exc:
         reader.bad("1", f"not UTF-8: {exc}")
     except json.JSONDecodeError as exc:
         reader.bad(str(exc.lineno), f"not JSON: {exc.msg} (column {exc.colno})")
+    except (ValueError, InputError) as exc:  # too deep; a number with too many digits
+        reader.bad("$", f"not JSON that can be read: {exc}")
     else:
         if format == "chatgpt":
             chatgpt.chatgpt(value, reader)
@@ -216,17 +220,41 @@ def _json(data: bytes, format: Format, thread: str, reader: Reader) -> None:
             formats.pydantic_ai(value, thread, reader)
 
 
-def _export(data: bytes, path: Path) -> list[tuple[str, bytes]]:
-    """The conversations of a zipped ChatGPT data export, in order."""
+def _export(data: bytes, path: Path) -> Iterator[tuple[str, bytes]]:
+    """The conversations of a zipped ChatGPT data export, in order, a part at a time.
+
+    A part is refused past `MAX_FILE` bytes as the zip declares it and as it decompresses (a
+    zip bomb declares a small size), all parts past `MAX_UNZIPPED` together.
+    """
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = sorted(n for n in archive.namelist() if EXPORT_PART.fullmatch(n))
-            parts = [(name, archive.read(name)) for name in names]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError) as exc:
+            parts = sorted(
+                (i for i in archive.infolist() if EXPORT_PART.fullmatch(i.filename)),
+                key=lambda i: i.filename,
+            )
+            if not parts:
+                raise InputError(
+                    f"{str(path)!r} holds no conversations.json: is it a ChatGPT data export?"
+                )
+            total = 0
+            for info in parts:
+                where = f"{str(path)!r}: {info.filename!r}"
+                if info.file_size > MAX_FILE:
+                    raise InputError(f"{where} is {info.file_size:,} bytes unzipped, more than "
+                                     f"the {MAX_FILE:,} read")  # fmt: skip
+                with archive.open(info) as member:
+                    part = read_at_most(member, MAX_FILE)
+                if part is None:
+                    raise InputError(f"{where} unzips to more than the {MAX_FILE:,} bytes read")
+                total += len(part)
+                if total > MAX_UNZIPPED:
+                    raise InputError(
+                        f"{str(path)!r} unzips to more than the {MAX_UNZIPPED:,} bytes read"
+                    )
+                yield info.filename, part
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
+            EOFError, zlib.error) as exc:  # fmt: skip
         raise InputError(f"{str(path)!r} is not a zip that can be read: {exc}") from None
-    if not parts:
-        raise InputError(f"{str(path)!r} holds no conversations.json: is it a ChatGPT data export?")
-    return parts
 
 
 def detect(data: bytes, path: Path) -> Format:
@@ -234,8 +262,10 @@ def detect(data: bytes, path: Path) -> Format:
     if path.suffix.lower() == ".jsonl":
         return "jsonl"
     try:
-        value = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        value = loads(data)
+    except InputError as exc:
+        raise InputError(f"{str(path)!r}: {exc}") from None
+    except ValueError:  # not UTF-8, not JSON
         first = next((line for line in data.splitlines() if line.strip()), b"")
         if first.lstrip().startswith(b"{"):
             return "jsonl"

@@ -231,12 +231,13 @@ def _write_aside(target: Path, write: Callable[[TextIO], Awaitable[Exported]]) -
 
 def _read(path: Path) -> list[ThreadRecords]:
     from .carry import read_records
+    from .limits import lines_of
 
     if str(path) == "-":
-        return read_records(sys.stdin.buffer, source="<stdin>")
+        return read_records(lines_of(sys.stdin.buffer, name="<stdin>"), source="<stdin>")
     try:
         with path.open("rb") as source:
-            return read_records(source, source=str(path))
+            return read_records(lines_of(source, name=str(path)), source=str(path))
     except OSError as exc:
         raise InputError(f"cannot read {str(path)!r}: {exc.strerror}") from None
 

@@ -6,12 +6,12 @@ what parity is checked on: every ask, every node of every tree, every outline.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .contract import Message, Outline, Summary, format_at
 from .errors import InputError
+from .limits import loads
 from .settings import HistorySettings
 from .summarizer import Ask
 
@@ -84,8 +84,10 @@ def parse_line(raw: bytes) -> Event:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8: {exc}") from None
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
+        value = loads(text)
+    except InputError:
+        raise
+    except ValueError as exc:  # not JSON, or a number of over 4,300 digits
         raise InputError(f"not JSON: {exc}") from None
     if not isinstance(value, dict):
         raise InputError(f"not a JSON object: {text.strip()[:80]!r}")

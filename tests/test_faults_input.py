@@ -8,11 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shlex
 import shutil
 import sqlite3
+import struct
 import subprocess
 import sys
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
@@ -413,3 +416,132 @@ async def test_records_handed_to_a_store_are_checked_before_anything_is_written(
     assert await store.threads() == []
     await store.load_records([ThreadRecords(thread="t", messages=tuple(said), outline=outline)])
     assert await store.outline("t") == replace(outline, epoch=ANY)
+
+
+# 6. Every input has a size bound
+
+
+def bounded(*argv: str | Path, memory: int = 1536 * 2**20) -> subprocess.CompletedProcess[str]:
+    """`cli(*argv)` in a process that cannot allocate more than `memory` bytes."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run(
+        [sys.executable, "-m", "history.cli", *map(str, argv)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=limit, check=False,
+    )  # fmt: skip
+
+
+def zip_bomb(path: Path, size: int) -> None:
+    """A zipped `conversations.json` of `size` zero bytes, deflated to a few megabytes: built
+    from one flushed block repeated, so that making it costs next to nothing."""
+    block = 2**20
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    repeated = deflate.compress(bytes(block)) + deflate.flush(zlib.Z_FULL_FLUSH)
+    data = repeated * (size // block) + deflate.flush()
+    name = b"conversations.json"
+    fields = (20, 0, 8, 0, 0, 0, len(data), size, len(name), 0)  # crc 0: it is never reached
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, *fields) + name
+    central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, *fields, 0, 0, 0, 0, 0) + name
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local) + len(data), 0)
+    path.write_bytes(local + data + central + end)
+
+
+def test_a_zip_bomb_is_refused_at_once_in_bounded_memory(tmp_path: Path) -> None:
+    bomb = tmp_path / "export.zip"
+    zip_bomb(bomb, 3 * 2**30)
+    assert bomb.stat().st_size < 8 * 2**20
+    result = bounded("ingest", bomb, "--db", tmp_path / "h.sqlite")
+    refused(result, "'conversations.json' is 3,221,225,472 bytes unzipped, more than the")
+
+
+@pytest.mark.parametrize("command", ["ingest", "simulate", "load"])
+def test_a_huge_file_is_refused_by_its_size_in_bounded_memory(tmp_path: Path, command: str) -> None:
+    sparse = tmp_path / "huge.json"
+    with sparse.open("wb") as file:
+        file.truncate(2**30)  # a gigabyte of holes: no disk, but read whole it is a gigabyte
+    db = ("--db", tmp_path / "h.sqlite") if command != "simulate" else ()
+    line = refused(bounded(command, sparse, *db))
+    assert "1,073,741,824 bytes, more than the" in line or "a line longer than the" in line
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_json_nested_too_deep_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_bytes(DEEP)
+    code = main(["ingest", str(chat), "--db", str(tmp_path / "h.sqlite")])
+    out, err = capsys.readouterr()
+    refused(subprocess.CompletedProcess([], code, out, err), "JSON nested deeper than 100 levels")
+
+
+# 10. One line a problem, never a traceback
+
+
+def test_a_deep_line_is_one_bad_record_in_ingest_and_simulate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = [
+        json.dumps({"id": f"m{n}", "thread": "t", "author": "Ana", "text": f"line {n}",
+                    "at": "2026-11-01T09:00:00+00:00"}).encode()
+        for n in range(3)
+    ]  # fmt: skip
+    history = tmp_path / "h.jsonl"
+    history.write_bytes(b"\n".join([good[0], b'{"id": ' + DEEP + b"}", *good[1:]]) + b"\n")
+    code = main(["ingest", str(history), "--db", str(tmp_path / "h.sqlite")])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err.splitlines()[0] == f"{history}:2: JSON nested deeper than 100 levels"
+    assert main(["ingest", str(history), "--skip-bad", "--db", str(tmp_path / "h.sqlite")]) == 0
+    assert "3 messages, 3 new" in capsys.readouterr().out
+    assert main(["simulate", str(history), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"{history}:2: JSON nested deeper than 100 levels\n"
+    assert len(json.loads(out)["outlines"][0]["tail"]) == 3
+
+
+def test_a_chatgpt_time_past_any_date_is_one_bad_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def node(id: str, parent: str | None, at: int | float, text: str) -> dict[str, Any]:
+        message = {"author": {"role": "user"}, "create_time": at,
+                   "content": {"content_type": "text", "parts": [text]}}  # fmt: skip
+        return {"id": id, "parent": parent, "children": [], "message": message}
+
+    mapping = {"a": node("a", None, 1.7e9, "hello"), "b": node("b", "a", 10**400, "far")}
+    mapping["a"]["children"] = ["b"]
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([{"id": "c1", "title": "t", "create_time": 1.7e9,
+                                   "mapping": mapping}]))  # fmt: skip
+    db = str(tmp_path / "h.sqlite")
+    code = main(["ingest", str(export), "--db", db])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err.splitlines()[0] == (
+        f"{export}:$[0].mapping.b.message: create_time 1000000000000000000000000000000000000000 "
+        "is not a time"
+    )
+    assert main(["ingest", str(export), "--skip-bad", "--db", db]) == 0
+    assert "1 messages, 1 new" in capsys.readouterr().out
+
+
+def test_a_lone_surrogate_is_one_bad_record_at_its_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat = tmp_path / "support.json"
+    chat.write_text(
+        '[{"role": "user", "content": "hi"}, '
+        '{"role": "assistant", "content": "bad \\ud800 here"}, '
+        '{"role": "user", "content": "ok"}]'
+    )
+    db = str(tmp_path / "h.sqlite")
+    code = main(["ingest", str(chat), "--db", db])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err.splitlines()[0].startswith(f"{chat}:$[1]: text is not valid UTF-8")
+    assert main(["ingest", str(chat), "--skip-bad", "--db", db]) == 0
+    assert "2 messages, 2 new" in capsys.readouterr().out
