@@ -33,8 +33,8 @@ if typing.TYPE_CHECKING:
     from .rebuild import rebuild
     from .view import Rendered, Zoom, prompt_text, render_view, search, view, zoom
 
-# These pull in pydantic-ai, so they are imported when first used: the command line starts
-# without it.
+# These pull in pydantic-ai (the view, the agent, a rebuild) or the tokenizer and the event
+# loop (the plugin), so they are imported when first used: the command line starts without.
 _LAZY = {
     "History": "plugin",
     "Rendered": "view",
