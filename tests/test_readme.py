@@ -53,6 +53,18 @@ def test_the_readme_has_its_examples() -> None:
     assert len(BLOCKS) >= 4
 
 
+def test_ci_runs_the_readmes_test_command_after_the_checks() -> None:
+    readme = (ROOT / "README.md").read_text()
+    found = re.search(r"^The tests .*?```bash\n(.*?)\n```", readme, re.M | re.S)
+    assert found is not None
+    steps = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert steps[-1] == found.group(1)
+    assert {
+        "python -m mypy",
+        "python -m ruff check history processors tests benchmarks examples",
+    } <= set(steps)
+
+
 @pytest.mark.parametrize("number", range(len(BLOCKS)), ids=lambda n: f"block-{n + 1}")
 def test_a_readme_example_runs_as_written(outcomes: list[str], number: int) -> None:
     assert outcomes[number] == "", outcomes[number]

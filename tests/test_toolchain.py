@@ -1,7 +1,7 @@
 """The public API is exactly what `history/__init__.py` exports.
 
-Lint, format and strict type checks run in `.ci/run`, beside the tests: `ruff check .`,
-`ruff format --check .` and `mypy`.
+Lint, format and strict type checks run in `.ci/run`, before the tests: `ruff check`,
+`ruff format --check` and `mypy`.
 """
 
 from __future__ import annotations
