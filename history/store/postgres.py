@@ -33,7 +33,7 @@ from .. import terms
 from ..contract import About, Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
-from . import ranking, records, rows
+from . import queries, ranking, records, rows
 from .claims import DRIVER_ERRORS, Claims, quietly, store_error
 from .postgres_records import INSERT_SEARCH, apply, foreign, index_lines, thread_records
 from .records import Loaded, ThreadRecords
@@ -287,11 +287,7 @@ class PostgresStore:
 
     async def natives(self, thread: str, after: int) -> dict[str, str]:
         async with self._read() as db:
-            found = await db.fetch(
-                "SELECT id, native FROM message "
-                "WHERE thread = $1 AND seq > $2 AND native IS NOT NULL",
-                thread, after,
-            )  # fmt: skip
+            found = await db.fetch(rows.numbered(queries.NATIVES), thread, after)
         return {str(r["id"]): str(r["native"]) for r in found}
 
     async def message(self, id: str) -> Stored | None:
@@ -427,8 +423,7 @@ class PostgresStore:
             return []
         async with self._read() as db:
             found = await db.fetch(
-                f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = $1 AND (level, idx) IN "
-                "(SELECT * FROM unnest($2::integer[], $3::bigint[]))",
+                queries.NODES_POSTGRESQL,
                 thread, [level for level, _ in keys], [index for _, index in keys],
             )  # fmt: skip
         nodes = (rows.summary_from_row(_values(r)) for r in found)

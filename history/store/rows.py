@@ -40,6 +40,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0011_thread", "thread.sql"),
     ("0012_search2", "search2.sql"),
     ("0013_search_gin", "search_gin.sql"),
+    ("0014_indexes", "indexes.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 
@@ -129,20 +130,26 @@ def when(at: datetime | None) -> str | None:
 
 INSERT_MESSAGE = f"""
 INSERT INTO message ({MESSAGE_COLUMNS}, native)
-SELECT ?, ?, coalesce(max(seq), -1) + 1, CASE WHEN ? THEN NULL ELSE coalesce(max(idx), -1) + 1 END,
-       ?, ?, ?, ?, ?, ?, ?, ?
-FROM message WHERE thread = ?
+VALUES (
+    ?, ?, coalesce((SELECT max(seq) FROM message WHERE thread = ?), -1) + 1,
+    CASE WHEN ? THEN NULL
+         ELSE coalesce((SELECT max(idx) FROM message WHERE thread = ?), -1) + 1 END,
+    ?, ?, ?, ?, ?, ?, ?, ?
+)
 ON CONFLICT (id) DO NOTHING
 RETURNING seq, idx
 """
-"""Store a message with its thread's next seq (and idx, when shared): None back for a known id."""
+"""Store a message with its thread's next seq (and idx, when shared): None back for a known id.
+
+Each max() is a subquery of its own, read from the end of an index on (thread, seq) and
+(thread, idx): one SELECT with both would walk the whole thread."""
 
 
 def insert_message_args(message: Message, weight: int, native: str | None) -> tuple[Any, ...]:
     m = message
     return (
-        m.id, m.thread, m.step, m.author, m.to, m.text, format_at(m.at), m.step, m.files_json(),
-        weight, native, m.thread,
+        m.id, m.thread, m.thread, m.step, m.thread, m.author, m.to, m.text, format_at(m.at),
+        m.step, m.files_json(), weight, native,
     )  # fmt: skip
 
 

@@ -1,19 +1,22 @@
 """The embedded default: an aiosqlite store (WAL, explicit `BEGIN IMMEDIATE` transactions).
 
-One connection serves the process; every statement runs under one lock, so a task never reads
-another task's uncommitted writes. Driver errors become StoreError here and nowhere else.
+One connection serves the process, on aiosqlite's thread; each read or transaction is one call
+to that thread (not one per statement), under one lock, so a task never reads another task's
+uncommitted writes. Driver errors become StoreError here and nowhere else.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
 import stat
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import aiosqlite
@@ -23,7 +26,7 @@ from .. import terms
 from ..contract import About, Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
 from ..summarizer import Ask
-from . import ranking, records, rows
+from . import queries, ranking, records, rows
 from .records import Loaded, ThreadRecords
 from .rows import (
     CALL_COLUMNS,
@@ -40,6 +43,7 @@ log = logging.getLogger(__name__)
 
 NODES_AT_ONCE = 400
 """Keys per query: SQLite allows 32,766 parameters; far fewer keep each statement small."""
+T = TypeVar("T")
 
 
 class _Stale(Exception):
@@ -243,102 +247,87 @@ class SQLiteStore:
                 )
             await db.execute("INSERT INTO search_language (language) VALUES (?)", (self.language,))
 
+    async def _call(self, work: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+        """Run `work` on the connection's own thread, in one hop: every statement of a read or
+        a transaction goes at once. With `write`, inside `BEGIN IMMEDIATE ... COMMIT`, rolled
+        back on any error on that thread too, so a cancelled caller leaves nothing half-done."""
+        async with self._read() as db:
+            run = partial(_transaction, work) if write else work
+            return await _on_thread(db, run)
+
     async def add(
         self, message: Message, weight: int, *, native: str | None = None
     ) -> Stored | None:
-        async with self._write() as db:
-            args = rows.insert_message_args(message, weight, native)
-            placed = await _one(db, rows.INSERT_MESSAGE, *args)
+        args = rows.insert_message_args(message, weight, native)
+        language = self.language
+
+        def insert(db: sqlite3.Connection) -> tuple[Any, Any]:
+            # The thread's next seq and idx, or nothing for an id already stored; a shared
+            # message is indexed for search in the same transaction.
+            placed = next(iter(db.execute(rows.INSERT_MESSAGE, args).fetchall()), None)
             if placed is None:
-                found = await _one(
-                    db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", message.id
-                )
-                rows.check_redelivery(message, rows.stored_from_row(found))
-                return None
+                return None, db.execute(queries.MESSAGE, (message.id,)).fetchone()
             seq, index = placed
             if index is not None:
-                row = rows.message_search_row(message, index, self.language)
-                await db.execute(_INSERT_SEARCH, row)
+                db.execute(_INSERT_SEARCH, rows.message_search_row(message, index, language))
             if seq == 0:
-                await self._create_outline(db, message.thread)
+                db.execute(queries.NEW_OUTLINE, rows.new_outline_row(message.thread))
+            return placed, None
+
+        placed, found = await self._call(insert, write=True)
+        if placed is None:
+            rows.check_redelivery(message, rows.stored_from_row(found))
+            return None
+        seq, index = placed
         return Stored(message=message, seq=seq, index=index, weight=weight)
 
-    async def _create_outline(self, db: aiosqlite.Connection, thread: str) -> None:
-        """A thread's outline row, with a fresh epoch; created with its first message, or by
-        the first reader after a crash came between the two."""
-        await db.execute(
-            f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT (thread) DO NOTHING",
-            rows.new_outline_row(thread),
-        )
-
     async def outline(self, thread: str) -> Outline | None:
-        async with self._read() as db:
-            row = await _one(db, f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?", thread)
+        read_only = self._read_only
+
+        def read(db: sqlite3.Connection) -> Outline | None:
+            row = db.execute(queries.OUTLINE, (thread,)).fetchone()
             if row is None:
-                if await _one(db, "SELECT 1 FROM message WHERE thread = ? LIMIT 1", thread) is None:
+                if db.execute(queries.ANY_MESSAGE, (thread,)).fetchone() is None:
                     return None
-                if self._read_only:  # a crash came between the two: it is made as it is read
+                if read_only:  # a crash came between the two: it is made as it is read
                     return rows.outline_from_row(rows.new_outline_row(thread), [])
-                await self._create_outline(db, thread)
-                row = await _one(
-                    db, f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?", thread
-                )
-            start, position = row[8], row[11]
-            tail = await db.execute_fetchall(
-                "SELECT id, weight, at, step, seq FROM message "
-                "WHERE thread = ? AND seq >= ? AND seq <= ? ORDER BY seq",
-                (thread, start, position),
-            )
-        return rows.outline_from_row(row, list(tail))
+                db.execute(queries.NEW_OUTLINE, rows.new_outline_row(thread))
+                row = db.execute(queries.OUTLINE, (thread,)).fetchone()
+            tail = db.execute(queries.TAIL, (thread, row[8], row[11])).fetchall()
+            return rows.outline_from_row(row, tail)
+
+        return await self._call(read)
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
-        async with self._read() as db:
-            found = await db.execute_fetchall(
-                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND seq > ? "
-                "ORDER BY seq LIMIT ?",
-                (thread, after, limit),
-            )
+        found = await self._call(
+            lambda db: db.execute(queries.PENDING, (thread, after, limit)).fetchall()
+        )
         return [rows.stored_from_row(r) for r in found]
 
     async def natives(self, thread: str, after: int) -> dict[str, str]:
-        async with self._read() as db:
-            found = await db.execute_fetchall(
-                "SELECT id, native FROM message "
-                "WHERE thread = ? AND seq > ? AND native IS NOT NULL",
-                (thread, after),
-            )
+        found = await self._call(lambda db: db.execute(queries.NATIVES, (thread, after)).fetchall())
         return {id: native for id, native in found}
 
     async def message(self, id: str) -> Stored | None:
-        async with self._read() as db:
-            row = await _one(db, f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?", id)
+        row = await self._call(lambda db: db.execute(queries.MESSAGE, (id,)).fetchone())
         return None if row is None else rows.stored_from_row(row)
 
     async def messages(self, thread: str, first: int, last: int) -> list[Stored]:
-        async with self._read() as db:
-            found = await db.execute_fetchall(
-                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND seq >= ? AND seq <= ? "
-                "ORDER BY seq",
-                (thread, first, last),
-            )
+        found = await self._call(
+            lambda db: db.execute(queries.MESSAGES, (thread, first, last)).fetchall()
+        )
         return [rows.stored_from_row(r) for r in found]
 
     async def summary(self, thread: str, level: int, index: int) -> Summary | None:
-        async with self._read() as db:
-            row = await _one(
-                db,
-                f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = ? AND level = ? AND idx = ?",
-                thread, level, index,
-            )  # fmt: skip
+        row = await self._call(
+            lambda db: db.execute(queries.SUMMARY, (thread, level, index)).fetchone()
+        )
         return None if row is None else rows.summary_from_row(row)
 
     async def summaries(self, thread: str | None = None) -> list[Summary]:
         where, args = ("WHERE thread = ?", (thread,)) if thread is not None else ("", ())
-        async with self._read() as db:
-            found = await db.execute_fetchall(
-                f"SELECT {SUMMARY_COLUMNS} FROM summary {where} ORDER BY thread, level, idx", args
-            )
+        sql = f"SELECT {SUMMARY_COLUMNS} FROM summary {where} ORDER BY thread, level, idx"
+        found = await self._call(lambda db: db.execute(sql, args).fetchall())
         return [rows.summary_from_row(r) for r in found]
 
     async def commit(
@@ -352,53 +341,48 @@ class SQLiteStore:
         lines_changed: bool,
     ) -> bool:
         assignments, values = rows.outline_update(after, lines_changed=lines_changed)
-        update = (
-            f"UPDATE outline SET {assignments}, version = version + 1 "
-            "WHERE thread = ? AND epoch = ? AND version = ?"
-        )
+        update = queries.UPDATE_OUTLINE.format(assignments=assignments)
         args = (*values, before.thread, before.epoch, before.version)
         if not written and not asks:
             # Most messages only join the tail: one statement is its own transaction.
-            async with self._read() as db:
-                cursor = await db.execute(update, args)
-            return cursor.rowcount == 1
-        try:
-            async with self._write() as db:
-                cursor = await db.execute(update, args)
-                if cursor.rowcount != 1:
-                    raise _Stale
-                await db.executemany(
-                    f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                    [rows.summary_row(node) for node in written],
+            changed = await self._call(lambda db: db.execute(update, args).rowcount)
+            return changed == 1
+
+        language = self.language
+
+        def write(db: sqlite3.Connection) -> None:
+            if db.execute(update, args).rowcount != 1:
+                raise _Stale
+            db.executemany(queries.INSERT_SUMMARY, [rows.summary_row(n) for n in written])
+            _index_lines_on(db, before.thread, written, language)
+            if asks:
+                (n,) = db.execute(queries.NEXT_CALL, (before.thread,)).fetchone()
+                db.executemany(
+                    rows.INSERT_CALL,
+                    [rows.call_row(ask, model, n + k) for k, ask in enumerate(asks)],
                 )
-                await _index_lines(db, before.thread, written, self.language)
-                if asks:
-                    (n,) = await _one(
-                        db,
-                        "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = ?",
-                        before.thread,
-                    ) or (0,)
-                    await db.executemany(
-                        rows.INSERT_CALL,
-                        [rows.call_row(ask, model, n + k) for k, ask in enumerate(asks)],
-                    )
+
+        try:
+            await self._call(write, write=True)
         except _Stale:
             return False
         return True
 
     async def erase(self, thread: str) -> bool:
-        async with self._write() as db:
-            erased = 0
-            for table in ("message", "summary", "outline", "call", "search"):
-                cursor = await db.execute(f"DELETE FROM {table} WHERE thread = ?", (thread,))
-                erased += max(cursor.rowcount, 0)
-            await db.execute("DELETE FROM thread WHERE thread = ?", (thread,))
-        return erased > 0
+        def delete(db: sqlite3.Connection) -> int:
+            tables = ("message", "summary", "outline", "call", "search")
+            erased = sum(
+                max(db.execute(f"DELETE FROM {table} WHERE thread = ?", (thread,)).rowcount, 0)
+                for table in tables
+            )
+            db.execute("DELETE FROM thread WHERE thread = ?", (thread,))
+            return erased
+
+        return await self._call(delete, write=True) > 0
 
     async def threads(self) -> list[str]:
-        async with self._read() as db:
-            found = await db.execute_fetchall("SELECT DISTINCT thread FROM message ORDER BY thread")
-        return [r[0] for r in found]
+        sql = "SELECT DISTINCT thread FROM message ORDER BY thread"
+        return [r[0] for r in await self._call(lambda db: db.execute(sql).fetchall())]
 
     async def about(self, thread: str | None = None) -> list[About]:
         where, args = ("WHERE thread = ?", (thread,)) if thread is not None else ("", ())
@@ -415,36 +399,26 @@ class SQLiteStore:
             await db.execute(rows.DESCRIBE, (thread, title, settings))
 
     async def behind(self) -> list[str]:
-        async with self._read() as db:
-            found = await db.execute_fetchall(
-                "SELECT DISTINCT m.thread FROM message m "
-                "LEFT JOIN outline o ON o.thread = m.thread "
-                "WHERE o.thread IS NULL OR m.seq > o.position ORDER BY m.thread"
-            )
-        return [r[0] for r in found]
+        sql = (
+            "SELECT DISTINCT m.thread FROM message m "
+            "LEFT JOIN outline o ON o.thread = m.thread "
+            "WHERE o.thread IS NULL OR m.seq > o.position ORDER BY m.thread"
+        )
+        return [r[0] for r in await self._call(lambda db: db.execute(sql).fetchall())]
 
     async def calls(self, thread: str | None = None) -> list[Ask]:
         where, args = ("WHERE thread = ?", (thread,)) if thread is not None else ("", ())
-        async with self._read() as db:
-            found = await db.execute_fetchall(
-                f"SELECT {CALL_COLUMNS} FROM call {where} ORDER BY thread, n", args
-            )
+        sql = f"SELECT {CALL_COLUMNS} FROM call {where} ORDER BY thread, n"
+        found = await self._call(lambda db: db.execute(sql, args).fetchall())
         return [rows.ask_from_row(r) for r in found]
 
     async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
-        found: dict[tuple[int, int], Summary] = {}
-        async with self._read() as db:
-            for k in range(0, len(keys), NODES_AT_ONCE):
-                chunk = keys[k : k + NODES_AT_ONCE]
-                found_rows = await db.execute_fetchall(
-                    f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = ? AND (level, idx) IN "
-                    f"(VALUES {', '.join(['(?, ?)'] * len(chunk))})",
-                    (thread, *(value for key in chunk for value in key)),
-                )
-                for row in found_rows:
-                    node = rows.summary_from_row(row)
-                    found[(node.level, node.index)] = node
-        return [found[key] for key in keys if key in found]
+        if not keys:
+            return []
+        wanted = json.dumps([list(key) for key in keys])
+        found = await self._call(lambda db: db.execute(queries.NODES, (wanted, thread)).fetchall())
+        by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
+        return [by_key[key] for key in keys if key in by_key]
 
     async def search(
         self, thread: str, query: str, limit: int, *, agent: str | None = None
@@ -574,19 +548,24 @@ async def _roll_back(db: aiosqlite.Connection) -> None:
 _INSERT_SEARCH = f"INSERT INTO search ({SEARCH_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 
 
-async def _index_lines(
-    db: aiosqlite.Connection, thread: str, nodes: Sequence[Summary], language: str
+def _index_lines_on(
+    db: sqlite3.Connection, thread: str, nodes: Sequence[Summary], language: str
 ) -> None:
     """Index lines for search, with the days from their first message's to their own."""
     firsts: dict[int, str] = {}
     wanted = rows.first_indexes(nodes)
     for k in range(0, len(wanted), NODES_AT_ONCE):
         chunk = wanted[k : k + NODES_AT_ONCE]
-        found = await db.execute_fetchall(
-            rows.FIRST_AT.format(", ".join("?" * len(chunk))), (thread, *chunk)
-        )
+        found = db.execute(rows.FIRST_AT.format(", ".join("?" * len(chunk))), (thread, *chunk))
         firsts.update((index, at) for index, at in found)
-    await db.executemany(_INSERT_SEARCH, rows.line_search_rows(nodes, firsts, language))
+    db.executemany(_INSERT_SEARCH, rows.line_search_rows(nodes, firsts, language))
+
+
+async def _index_lines(
+    db: aiosqlite.Connection, thread: str, nodes: Sequence[Summary], language: str
+) -> None:
+    """`_index_lines_on`, in a transaction held through aiosqlite."""
+    await _on_thread(db, lambda conn: _index_lines_on(conn, thread, nodes, language))
 
 
 async def _messages_at(
@@ -686,6 +665,26 @@ async def _apply(db: aiosqlite.Connection, plan: records.Plan, language: str) ->
             f"UPDATE outline SET {assignments}, version = version + 1 WHERE thread = ?",
             (*values, plan.thread),
         )
+
+
+def _transaction(work: Callable[[sqlite3.Connection], T], db: sqlite3.Connection) -> T:
+    """`work` in one write transaction, on the connection's thread."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        done = work(db)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return done
+
+
+async def _on_thread(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """`work(connection)` run by aiosqlite's thread, which owns the connection: one hop."""
+    # aiosqlite runs every call this way; its method for it is private and untyped.
+    done: T = await db._execute(work, db._conn)  # type: ignore[no-untyped-call]
+    return done
 
 
 async def _one(db: aiosqlite.Connection, sql: str, *args: Any) -> Any:

@@ -1,0 +1,115 @@
+"""The statements a store runs for every message, view, zoom and search, in one place.
+
+Each must cost the same at a thread's 100th message as at its millionth: a primary-key lookup,
+a range of an index whose prefix is the thread, or a max() read from the end of such an index;
+never a scan of the thread. `tests/test_plans.py` asks each database for its plan of every
+statement in `PLANNED` and fails on a scan. They are written with `?` (SQLite's style);
+`rows.numbered` turns them into PostgreSQL's `$1, $2, ...`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .rows import (
+    INSERT_MESSAGE,
+    MESSAGE_COLUMNS,
+    OUTLINE_COLUMNS,
+    SUMMARY_COLUMNS,
+)
+
+MESSAGE = f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?"
+"""A message by its id."""
+ANY_MESSAGE = "SELECT 1 FROM message WHERE thread = ? LIMIT 1"
+"""Whether a thread has messages (an outline row lost to a crash is made again)."""
+OUTLINE = f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?"
+NEW_OUTLINE = (
+    f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (thread) DO NOTHING"
+)
+"""A thread's outline row, made with its first message."""
+TAIL = (
+    "SELECT id, weight, at, step, seq FROM message "
+    "WHERE thread = ? AND seq >= ? AND seq <= ? ORDER BY seq"
+)
+"""The outline's tail: its messages from `tail_start` to `position`."""
+PENDING = f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND seq > ? ORDER BY seq LIMIT ?"
+"""The thread's messages after a seq, in order, a page at a time."""
+MESSAGES = (
+    f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND seq >= ? AND seq <= ? ORDER BY seq"
+)
+NATIVES = (
+    "SELECT id, native FROM message WHERE thread = ? AND seq > ? AND native IS NOT NULL "
+    "ORDER BY seq"
+)
+"""The provider's forms of the thread's messages from the tail on (the view sends them); in seq
+order, so that PostgreSQL reads the range of (thread, seq), not the thread by (thread, idx)."""
+SUMMARY = f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = ? AND level = ? AND idx = ?"
+"""A node by its key."""
+_NODE_COLUMNS = ", ".join(f"s.{column}" for column in SUMMARY_COLUMNS.split(", "))
+NODES = (
+    f"SELECT {_NODE_COLUMNS} FROM json_each(?) AS k CROSS JOIN summary AS s "
+    "ON s.thread = ? AND s.level = json_extract(k.value, '$[0]') "
+    "AND s.idx = json_extract(k.value, '$[1]')"
+)
+"""The outline's nodes (SQLite): a JSON list of `[level, idx]` keys, each looked up by its key."""
+NODES_POSTGRESQL = (
+    f"SELECT {_NODE_COLUMNS} FROM unnest($2::integer[], $3::bigint[]) AS k (level, idx) "
+    "CROSS JOIN LATERAL (SELECT * FROM summary "
+    "WHERE thread = $1 AND level = k.level AND idx = k.idx LIMIT 1) AS s"
+)
+"""The same on PostgreSQL: the levels ($2) and indexes ($3) as arrays. A key is unique; its
+`LIMIT 1` also keeps the planner from reading the thread's nodes for a join instead."""
+UPDATE_OUTLINE = (
+    "UPDATE outline SET {assignments}, version = version + 1 "
+    "WHERE thread = ? AND epoch = ? AND version = ?"
+)
+"""A commit: the outline moves on if it is still the version the batch started from."""
+INSERT_SUMMARY = f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)"
+NEXT_CALL = "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = ?"
+"""The thread's next call number, read from the end of the (thread, n) index."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Planned:
+    """A statement whose plan is checked, with arguments to plan it with."""
+
+    sql: str
+    args: tuple[Any, ...]
+    key: tuple[str, ...] = ()
+    """Columns that must all be in the index condition: a lookup by key, not by thread."""
+    postgresql: str | None = None
+    """Its PostgreSQL text, when it is not `rows.numbered(sql)`."""
+    postgresql_args: tuple[Any, ...] | None = None
+    """Its PostgreSQL arguments, when they are not `args`."""
+
+
+_MESSAGE_ARGS = ("m", "t", "t", False, "t", "a", "", "x", "2026-01-01T00:00:00+00:00", False,
+                 "[]", 1, None)  # fmt: skip
+
+PLANNED: dict[str, Planned] = {
+    "insert message": Planned(sql=INSERT_MESSAGE, args=_MESSAGE_ARGS),
+    "message": Planned(sql=MESSAGE, args=("m",), key=("id",)),
+    "any message": Planned(sql=ANY_MESSAGE, args=("t",), key=("thread",)),
+    "outline": Planned(sql=OUTLINE, args=("t",), key=("thread",)),
+    "tail": Planned(sql=TAIL, args=("t", 0, 10), key=("thread", "seq")),
+    "pending": Planned(sql=PENDING, args=("t", 0, 10), key=("thread", "seq")),
+    "messages": Planned(sql=MESSAGES, args=("t", 0, 10), key=("thread", "seq")),
+    "natives": Planned(sql=NATIVES, args=("t", 0), key=("thread", "seq")),
+    "summary": Planned(sql=SUMMARY, args=("t", 0, 1), key=("thread", "level", "idx")),
+    "nodes": Planned(
+        sql=NODES,
+        args=("[[0, 1], [1, 0]]", "t"),
+        key=("thread", "level", "idx"),
+        postgresql=NODES_POSTGRESQL,
+        postgresql_args=("t", [0, 1], [1, 0]),
+    ),
+    "update outline": Planned(
+        sql=UPDATE_OUTLINE.format(assignments="position = ?"),
+        args=(1, "t", "e", 0),
+        key=("thread",),
+    ),
+    "next call": Planned(sql=NEXT_CALL, args=("t",), key=("thread",)),
+}
+"""Every statement run per message, per view and per zoom, by name (search's are its own)."""

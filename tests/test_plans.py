@@ -1,0 +1,202 @@
+"""No statement run per message, view, zoom or search scans its thread, on either database.
+
+Each statement of `history.store.queries.PLANNED` is planned by the database itself (`EXPLAIN
+QUERY PLAN` on SQLite, `EXPLAIN` on PostgreSQL): a scan of a collection fails, and so does a
+lookup by the thread alone where a key is due. SQLite does not show whether it reads a max()
+from the end of an index or walks the thread for it, so the statements that take the next
+number are also counted in SQLite's own steps, in a short thread and in a long one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from history.contract import Message
+from history.store import open_store, queries, rows
+from history.store.queries import PLANNED, Planned
+
+from .stores import postgres_schema
+
+COLLECTIONS = ("message", "summary", "outline", "call", "search")
+AT = datetime(2026, 1, 2, tzinfo=UTC)
+
+
+def _sqlite(path: Path) -> str:
+    async def create() -> None:
+        store = open_store(path)
+        await store.open()
+        await store.close()
+
+    import anyio
+
+    anyio.run(create)
+    return str(path)
+
+
+def _sqlite_problems(name: str, planned: Planned, plan: list[str]) -> list[str]:
+    problems = []
+    for detail in plan:
+        if detail.startswith("SCAN ") and not (
+            detail.startswith("SCAN k VIRTUAL TABLE")  # the keys asked for, not a collection
+        ):
+            problems.append(f"{name}: {detail}")
+        if "TEMP B-TREE" in detail:
+            problems.append(f"{name}: {detail}")
+    if planned.key:
+        wanted = [f"{column}" for column in planned.key]
+        if not any(
+            all(re.search(rf"\b{column}[=<>]", detail) for column in wanted) for detail in plan
+        ):
+            problems.append(f"{name}: no lookup by {', '.join(wanted)} in {plan}")
+    return problems
+
+
+def test_no_statement_scans_a_thread_on_sqlite(tmp_path: Path) -> None:
+    url = _sqlite(tmp_path / "plans.sqlite")
+    problems = []
+    with closing(sqlite3.connect(url)) as db:
+        for name, planned in PLANNED.items():
+            plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {planned.sql}", planned.args)]
+            problems += _sqlite_problems(name, planned, plan)
+    assert problems == []
+
+
+def test_the_plan_check_catches_a_scan_and_a_lookup_by_thread_alone(tmp_path: Path) -> None:
+    url = _sqlite(tmp_path / "plans.sqlite")
+    by_text = Planned(sql="SELECT * FROM message WHERE text = ?", args=("x",))
+    by_thread = Planned(
+        sql="SELECT * FROM summary WHERE thread = ? AND level + 0 = ? AND idx + 0 = ?",
+        args=("t", 0, 1),
+        key=("thread", "level", "idx"),
+    )
+    with closing(sqlite3.connect(url)) as db:
+        for planned in (by_text, by_thread):
+            plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {planned.sql}", planned.args)]
+            assert _sqlite_problems("probe", planned, plan) != []
+
+
+def _steps(db: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> int:
+    """SQLite's virtual-machine steps for one statement, undone afterwards."""
+    counted = 0
+
+    def count() -> int:
+        nonlocal counted
+        counted += 1
+        return 0
+
+    db.execute("BEGIN")
+    db.set_progress_handler(count, 1)
+    try:
+        db.execute(sql, args).fetchall()
+    finally:
+        db.set_progress_handler(None, 1)
+        db.execute("ROLLBACK")
+    return counted
+
+
+@pytest.fixture
+def long_and_short(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    """A store with a thread of 20 messages (`short`) and one of 5,000 (`long`), and calls."""
+    url = _sqlite(tmp_path / "steps.sqlite")
+    with closing(sqlite3.connect(url, isolation_level=None)) as db:
+        db.execute("BEGIN")
+        for thread, count in (("short", 20), ("long", 5_000)):
+            db.executemany(
+                f"INSERT INTO message ({rows.MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (f"{thread}-{k}", thread, k, None if k % 3 == 2 else k - k // 3, "a", "",
+                     "x", "2026-01-01T00:00:00+00:00", k % 3 == 2, "[]", 1)
+                    for k in range(count)
+                ],
+            )  # fmt: skip
+            db.executemany(
+                f"INSERT INTO call ({rows.CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(thread, f"key-{k}", k, "m", 0, k, "[]", "[]", "x", "ok", 1, 1)
+                 for k in range(count)],
+            )  # fmt: skip
+        db.execute("COMMIT")
+        yield db
+
+
+@pytest.mark.parametrize("step", [False, True])
+def test_storing_a_message_costs_the_same_in_a_long_thread(
+    long_and_short: sqlite3.Connection, step: bool
+) -> None:
+    def insert(thread: str) -> int:
+        new = Message(id=f"new-{thread}", thread=thread, author="a", text="x", at=AT, step=step)
+        return _steps(long_and_short, rows.INSERT_MESSAGE, rows.insert_message_args(new, 1, None))
+
+    assert insert("long") == insert("short")
+
+
+def test_the_next_call_number_costs_the_same_in_a_long_thread(
+    long_and_short: sqlite3.Connection,
+) -> None:
+    short, long = (_steps(long_and_short, queries.NEXT_CALL, (t,)) for t in ("short", "long"))
+    assert long == short
+
+
+def test_the_step_count_sees_a_thread_walked(long_and_short: sqlite3.Connection) -> None:
+    # Both maxima in one SELECT: SQLite walks the thread for them.
+    both = "SELECT max(seq) + 1, max(idx) + 1 FROM message WHERE thread = ?"
+    short, long = (_steps(long_and_short, both, (t,)) for t in ("short", "long"))
+    assert long > 10 * short
+
+
+def _postgres_nodes(plan: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(plan, dict):
+        yield plan
+        for child in plan.get("Plans", []):
+            yield from _postgres_nodes(child)
+
+
+def _postgres_problems(name: str, planned: Planned, plan: dict[str, Any]) -> list[str]:
+    problems = []
+    nodes = list(_postgres_nodes(plan))
+    for node in nodes:
+        relation = node.get("Relation Name")
+        if node["Node Type"] == "Seq Scan" and relation in COLLECTIONS:
+            problems.append(f"{name}: a sequential scan of {relation}")
+    if planned.key:
+        conditions = [node["Index Cond"] for node in nodes if "Index Cond" in node]
+        if not any(
+            all(re.search(rf"\b{column}\b", condition) for column in planned.key)
+            for condition in conditions
+        ):
+            problems.append(f"{name}: no index lookup by {', '.join(planned.key)} ({conditions})")
+    return problems
+
+
+def test_no_statement_scans_a_thread_on_postgresql() -> None:
+    import anyio
+    import asyncpg
+
+    async def explain(url: str) -> list[str]:
+        store = open_store(url)
+        await store.open()  # the schema
+        await store.close()
+        db = await asyncpg.connect(url)
+        problems: list[str] = []
+        try:
+            # Empty tables are read most cheaply whole: ask what the indexes allow.
+            await db.execute("SET enable_seqscan = off")
+            for name, planned in PLANNED.items():
+                sql = planned.postgresql or rows.numbered(planned.sql)
+                args = planned.postgresql_args or planned.args
+                (text,) = await db.fetchrow(f"EXPLAIN (FORMAT JSON) {sql}", *args)
+                problems += _postgres_problems(name, planned, json.loads(text)[0]["Plan"])
+        finally:
+            await db.close()
+        return problems
+
+    with postgres_schema() as url:
+        assert anyio.run(explain, url) == []
