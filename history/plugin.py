@@ -142,6 +142,9 @@ class History:
         # What a thread's worker already read: committed nodes, and the tail's messages.
         self._nodes: dict[str, dict[tuple[int, int], Summary | None]] = {}
         self._recent: dict[str, dict[str, Stored]] = {}
+        self._handed: dict[str, dict[int, Stored]] = {}
+        """Rows stored here and not yet processed, by seq: processing takes them from here
+        instead of reading them back."""
         self._erased: dict[str, int] = {}
         """How often each thread was erased here: a worker's reads from before one are stale."""
 
@@ -202,8 +205,12 @@ class History:
             cost = await anyio.to_thread.run_sync(weight, message, self.settings.encoding)
         else:
             cost = weight(message, self.settings.encoding)
+        erased = self._erased.get(message.thread, 0)
         stored = await self.store.add(message, cost, native=native)
         if stored is not None and self._processing:
+            handed = self._handed.setdefault(message.thread, {})
+            if len(handed) < BATCH and self._erased.get(message.thread, 0) == erased:
+                handed[stored.seq] = stored
             self._schedule(message.thread, group)
         return stored
 
@@ -289,6 +296,7 @@ class History:
         self._states.pop(thread, None)
         self._nodes.pop(thread, None)
         self._recent.pop(thread, None)
+        self._handed.pop(thread, None)
         if answers:
             self._asker.settle(thread)
 
@@ -376,6 +384,7 @@ class History:
         ):
             self._nodes.pop(thread, None)
             self._recent.pop(thread, None)
+            self._handed.pop(thread, None)
         if state is None:
             self._states.pop(thread, None)
         else:
@@ -387,7 +396,10 @@ class History:
             state = self._states.get(thread) or await self.store.outline(thread)
             if state is None:
                 return
-            batch = await self.store.pending(thread, state.position, BATCH)
+            handed = self._take_handed(thread, state.position)
+            batch = handed
+            if not batch:
+                batch = await self.store.pending(thread, state.position, BATCH)
             if self._erased.get(thread, 0) != erased:
                 continue  # erased while we read: start again from what is stored now
             if not batch:
@@ -396,21 +408,61 @@ class History:
             if state.position < 0:  # its first processing: the settings it is built with
                 await self.store.describe(thread, settings=recorded(self.settings))
             recent = self._recent.setdefault(thread, {})
-            for stored in batch:
+            unsaved = False
+            for k, stored in enumerate(batch):
                 recent[stored.message.id] = stored
                 try:
-                    state = self._states[thread] = await self._process(state, stored)
+                    # Only the batch's last message must commit: those before it that only
+                    # join the tail are committed with a later one.
+                    done = await self._process(state, stored, defer=k + 1 < len(batch))
                 except _Stale:
                     self._forget(thread, answers=False)
                     break
+                except BaseException:
+                    if unsaved:  # cancelled or failed: what waited for this commit is kept
+                        with anyio.CancelScope(shield=True):
+                            await self._save(state)
+                    raise
+                unsaved = done.version == state.version
+                state = self._states[thread] = done
                 if len(recent) > len(state.tail):
                     whole = {item.id for item in state.tail}
                     self._recent[thread] = recent = {
                         id: s for id, s in recent.items() if id in whole
                     }
+            else:  # the whole batch is done
+                if self.store.shared and (handed or len(batch) < BATCH):
+                    return  # `_catch_up` looks for more once it has let the claim go
 
-    async def _process(self, state: Outline, stored: Stored) -> Outline:
-        """Process one message with what this process keeps of its thread in memory."""
+    def _take_handed(self, thread: str, position: int) -> list[Stored]:
+        """The rows handed over here that come next after `position`, in a run with no gap."""
+        handed = self._handed.get(thread)
+        if not handed:
+            return []
+        run: list[Stored] = []
+        while (stored := handed.pop(position + 1 + len(run), None)) is not None:
+            run.append(stored)
+        for seq in [seq for seq in handed if seq <= position + len(run)]:
+            del handed[seq]  # processed already (read from the store after a gap)
+        return run
+
+    async def _save(self, state: Outline) -> None:
+        """Commit the messages that joined the tail waiting for a later message's commit, when
+        that message failed; if this fails too, they are processed again from the store."""
+        try:
+            saved = await self.store.commit(
+                state, state, [], [], self.model_key, lines_changed=False
+            )
+        except StoreError:
+            saved = False
+        if saved:
+            state.version += 1
+        else:
+            self._forget(state.thread, answers=False)
+
+    async def _process(self, state: Outline, stored: Stored, *, defer: bool) -> Outline:
+        """Process one message with what this process keeps of its thread in memory; with
+        `defer`, a message that only joins the tail is left for a later commit."""
         thread = state.thread
         known = self._nodes.setdefault(thread, {})
         if len(known) > NODE_CACHE:
@@ -428,7 +480,7 @@ class History:
 
         done = await process_one(
             self.store, state, stored, nodes=nodes, read=read, ask=self._asker.ask,
-            settings=self.settings, model_key=self.model_key,
+            settings=self.settings, model_key=self.model_key, defer=defer,
         )  # fmt: skip
         if done is None:
             raise _Stale

@@ -144,10 +144,15 @@ async def process_one(
     ask: AskFn,
     settings: HistorySettings,
     model_key: str,
+    defer: bool = False,
 ) -> tuple[Outline, list[Ask]] | None:
     """SPEC 5.2: one message's lines first (the model calls, no transaction open), then one
     commit checked against the outline's version. None when the outline changed under it
     (another writer, or an erase): nothing was written, and the caller reloads and redoes it.
+
+    With `defer`, a message that only joined the tail is not committed: the outline it leaves
+    (its version unchanged) is committed whole with a later message's, so a run of such
+    messages costs one write, and each message's processing is still all or nothing.
     """
     work = state.copy()
     asks: list[Ask] = []
@@ -162,6 +167,8 @@ async def process_one(
     except Vanished:
         return None
     lines_changed = change.cut or change.folded
+    if defer and not (lines_changed or nodes.written or asks):
+        return work, asks
     if not await store.commit(
         state, work, nodes.written, asks, model_key, lines_changed=lines_changed
     ):

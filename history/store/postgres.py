@@ -19,6 +19,7 @@ become StoreError here and nowhere else.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -94,6 +95,15 @@ class _Stale(Exception):
     """The outline changed under a batch: roll back, and tell the caller to redo."""
 
 
+class _Connection(asyncpg.Connection):
+    """A pooled connection handed back as it is, without the pool's reset query (a round trip
+    at every release): the store leaves nothing in a session to reset (no LISTEN, no session
+    lock, no SET; claims hold their locks on a connection of their own)."""
+
+    def get_reset_query(self) -> str:
+        return ""
+
+
 class PostgresStore:
     """The collections in a PostgreSQL database, shared by every process that opens it."""
 
@@ -118,7 +128,9 @@ class PostgresStore:
 
     async def open(self) -> None:
         try:
-            self._pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=self._size)
+            self._pool = await asyncpg.create_pool(
+                self._dsn, min_size=1, max_size=self._size, connection_class=_Connection
+            )
         except (*DRIVER_ERRORS, ValueError) as exc:
             reason = str(exc).partition("\n")[0]  # without the server's DETAIL and HINT
             raise StoreError(f"cannot open the PostgreSQL store {self.url!r}: {reason}") from exc
@@ -262,19 +274,12 @@ class PostgresStore:
         return Stored(message=message, seq=seq, index=index, weight=weight)
 
     async def outline(self, thread: str) -> Outline | None:
-        async with self._read() as db, db.transaction(isolation="repeatable_read", readonly=True):
-            row = await db.fetchrow(
-                f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = $1", thread
-            )
-            if row is None:
-                return None
-            start, position = row[8], row[11]
-            tail = await db.fetch(
-                "SELECT id, weight, at, step, seq FROM message "
-                "WHERE thread = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq",
-                thread, start, position,
-            )  # fmt: skip
-        return rows.outline_from_row(_values(row), [_values(r) for r in tail])
+        async with self._read() as db:
+            row = await db.fetchrow(queries.OUTLINE_POSTGRESQL, thread)
+        if row is None:
+            return None
+        *outline, tail = _values(row)
+        return rows.outline_from_row(outline, json.loads(tail))
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
         async with self._read() as db:

@@ -24,6 +24,15 @@ MESSAGE = f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?"
 ANY_MESSAGE = "SELECT 1 FROM message WHERE thread = ? LIMIT 1"
 """Whether a thread has messages (an outline row lost to a crash is made again)."""
 OUTLINE = f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?"
+OUTLINE_POSTGRESQL = f"""
+SELECT {OUTLINE_COLUMNS},
+       (SELECT coalesce(json_agg(json_build_array(id, weight, at, step, seq) ORDER BY seq), '[]')
+        FROM message
+        WHERE message.thread = outline.thread AND seq >= tail_start AND seq <= position) AS tail
+FROM outline WHERE thread = $1
+"""
+"""A thread's outline with its tail as JSON (PostgreSQL): one statement, so one snapshot and one
+round trip."""
 NEW_OUTLINE = (
     f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (thread) DO NOTHING"
@@ -92,7 +101,7 @@ PLANNED: dict[str, Planned] = {
     "insert message": Planned(sql=INSERT_MESSAGE, args=_MESSAGE_ARGS),
     "message": Planned(sql=MESSAGE, args=("m",), key=("id",)),
     "any message": Planned(sql=ANY_MESSAGE, args=("t",), key=("thread",)),
-    "outline": Planned(sql=OUTLINE, args=("t",), key=("thread",)),
+    "outline": Planned(sql=OUTLINE, args=("t",), key=("thread",), postgresql=OUTLINE_POSTGRESQL),
     "tail": Planned(sql=TAIL, args=("t", 0, 10), key=("thread", "seq")),
     "pending": Planned(sql=PENDING, args=("t", 0, 10), key=("thread", "seq")),
     "messages": Planned(sql=MESSAGES, args=("t", 0, 10), key=("thread", "seq")),

@@ -1,0 +1,144 @@
+"""Fewer round trips per message: what a thread's worker needs is not read back or written twice.
+
+A message stored here is handed to its thread's processing instead of being read back; a run of
+messages that only join the tail is committed once, with the run's last message (or the first
+that writes lines), and gives the very same history as committing each on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from history import History, HistorySettings
+from history.contract import Outline, Stored, Summary
+from history.errors import StoreError
+from history.store.sqlite import SQLiteStore
+from history.summarizer import Ask
+from history.trace import snapshot
+
+from .conftest import exchange
+
+pytestmark = pytest.mark.anyio
+
+SETTINGS = HistorySettings(summarizer="scripted", tail=(40, 80), outline=(300, 600), kept=1)
+
+
+class Counting(SQLiteStore):
+    """A SQLite store that counts what the plugin asks of it, and fails commits on demand."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.pending_rows = 0
+        self.reads = 0
+        self.commits: list[int] = []
+        """The position each commit moved its outline to."""
+        self.fail_lines = False
+        """Fail every commit that writes lines."""
+        self.committed = anyio.Event()
+
+    async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
+        found = await super().pending(thread, after, limit)
+        self.pending_rows += len(found)
+        return found
+
+    async def message(self, id: str) -> Stored | None:
+        self.reads += 1
+        return await super().message(id)
+
+    async def commit(
+        self,
+        before: Outline,
+        after: Outline,
+        written: Sequence[Summary],
+        asks: Sequence[Ask],
+        model: str,
+        *,
+        lines_changed: bool,
+    ) -> bool:
+        if self.fail_lines and written:
+            raise StoreError("the disk is full")
+        self.commits.append(after.position)
+        self.committed.set()
+        return await super().commit(
+            before, after, written, asks, model, lines_changed=lines_changed
+        )
+
+
+MESSAGES = exchange([f"point {k}: the estimate moved to {k * 7} hours" for k in range(12)])
+
+
+async def _one_at_a_time(path: Path) -> dict[str, Any]:
+    async with History(SETTINGS, store=path, pause=0.0) as history:
+        for m in MESSAGES:
+            await history.message_created(m)
+            await history.wait()
+        return await snapshot(history, [])
+
+
+async def _stored_then_processed(store: Counting) -> dict[str, Any]:
+    async with History(SETTINGS, store=Counting(store.url), process=False) as history:
+        for m in MESSAGES:
+            await history.message_created(m)
+    async with History(SETTINGS, store=store, pause=0.0) as history:  # catches up on opening
+        await history.wait()
+        return await snapshot(history, [])
+
+
+async def test_a_thread_that_caught_up_reads_nothing_back(tmp_path: Path) -> None:
+    store = Counting(str(tmp_path / "h.sqlite"))
+    async with History(SETTINGS, store=store, pause=0.0) as history:
+        for m in MESSAGES:
+            await history.message_created(m)
+            await history.wait()
+        outline = await history.outline("t")
+    assert outline is not None and outline.position == len(MESSAGES) - 1 and outline.lines
+    # It looks for more after each batch, and finds none: no message is read back.
+    assert (store.pending_rows, store.reads) == (0, 0)
+
+
+async def test_messages_that_only_join_the_tail_are_committed_together(tmp_path: Path) -> None:
+    quiet = HistorySettings(summarizer="scripted", tail=(4_000, 8_000))
+    store = Counting(str(tmp_path / "h.sqlite"))
+    async with History(quiet, store=Counting(store.url), process=False) as history:
+        for m in MESSAGES:
+            await history.message_created(m)
+    async with History(quiet, store=store, pause=0.0) as history:
+        await history.wait()
+        outline = await history.outline("t")
+    assert outline is not None and outline.position == len(MESSAGES) - 1
+    assert store.commits == [len(MESSAGES) - 1]
+
+
+async def test_a_run_commits_where_lines_are_written_and_matches_one_at_a_time(
+    tmp_path: Path,
+) -> None:
+    expected = await _one_at_a_time(tmp_path / "one.sqlite")
+    store = Counting(str(tmp_path / "run.sqlite"))
+    assert await _stored_then_processed(store) == expected
+    assert expected["summaries"] and 1 < len(store.commits) < len(MESSAGES)
+    assert store.commits[-1] == len(MESSAGES) - 1
+
+
+async def test_a_failed_commit_keeps_the_messages_that_waited_for_it(tmp_path: Path) -> None:
+    expected = await _one_at_a_time(tmp_path / "one.sqlite")
+    store = Counting(str(tmp_path / "run.sqlite"))
+    async with History(SETTINGS, store=Counting(store.url), process=False) as history:
+        for m in MESSAGES:
+            await history.message_created(m)
+    store.fail_lines = True
+    async with History(SETTINGS, store=store, pause=60.0) as history:
+        with anyio.fail_after(10):
+            await store.committed.wait()
+        outline = await history.outline("t")
+        # The messages before the first that writes lines are committed, as they were done.
+        assert outline is not None and outline.position == store.commits[0] > 0
+        assert not outline.lines
+        store.fail_lines = False
+        history.retry()
+        await history.wait()
+        assert await snapshot(history, []) == expected
