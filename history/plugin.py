@@ -53,7 +53,8 @@ log = logging.getLogger(__name__)
 
 BATCH = 256
 NODE_CACHE = 256
-"""Nodes a thread keeps in memory (left siblings, lines before a message) before starting over."""
+"""Nodes a thread keeps in memory (left siblings, lines before a message); past it, the older
+half is dropped."""
 WARM_THREADS = 256
 """Threads whose outline, recent nodes and tail messages stay in memory between messages."""
 LARGE_TEXT = 100_000
@@ -466,12 +467,15 @@ class History:
         thread = state.thread
         known = self._nodes.setdefault(thread, {})
         if len(known) > NODE_CACHE:
-            known.clear()
+            # The newest half stays: the left siblings the next merges read, recently read.
+            for key in list(known)[: len(known) - NODE_CACHE // 2]:
+                del known[key]
         nodes = Nodes(
             thread,
             lambda level, index: self.store.summary(thread, level, index),
             boundary=state.boundary,
             known=known,
+            read_many=lambda keys: self.store.nodes(thread, keys),
         )
         recent = self._recent.get(thread, {})
 

@@ -108,6 +108,7 @@ async def fold(outline: Outline, nodes: Nodes, bounds: tuple[int, int]) -> bool:
     outline.draining = True
     lines, folded = outline.lines, False
     while outline.bytes > low:
+        await nodes.prefetch([_parent(*line[:2]) for line in lines[:-1] if not line[1] % 2])
         best: tuple[float, int] | None = None
         for pos in range(len(lines) - 1):
             level, index, _, _ = lines[pos]
@@ -132,6 +133,10 @@ async def fold(outline: Outline, nodes: Nodes, bounds: tuple[int, int]) -> bool:
     if outline.bytes <= low:
         outline.draining = False
     return folded
+
+
+def _parent(level: int, index: int) -> tuple[int, int]:
+    return level + 1, index // 2
 
 
 async def process_one(

@@ -16,6 +16,8 @@ from history.summarizer import Task
 LineWriter = Callable[[Task], Awaitable[str]]
 """Writes the line for a task: asks the summarizer, retries, cuts."""
 NodeReader = Callable[[int, int], Awaitable[Summary | None]]
+ManyReader = Callable[[list[tuple[int, int]]], Awaitable[list[Summary]]]
+"""Reads the nodes at some keys at once (those that exist)."""
 
 
 class Nodes:
@@ -34,10 +36,12 @@ class Nodes:
         *,
         boundary: int | None = None,
         known: dict[tuple[int, int], Summary | None] | None = None,
+        read_many: ManyReader | None = None,
     ) -> None:
         self.thread = thread
         self.written: list[Summary] = []
         self._read = read
+        self._read_many = read_many
         self._boundary = boundary
         self._known = {} if known is None else known
         self._batch: dict[tuple[int, int], Summary] = {}
@@ -51,6 +55,22 @@ class Nodes:
         if key not in self._known:
             self._known[key] = await self._read(level, index)
         return self._known[key]
+
+    async def prefetch(self, keys: list[tuple[int, int]]) -> None:
+        """Read the nodes at `keys` that `get` would ask the store for, in one read if a
+        reader of many was given (else `get` reads them one at a time, as it needs them)."""
+        wanted = [
+            key
+            for key in dict.fromkeys(keys)
+            if key not in self._batch
+            and key not in self._known
+            and (self._boundary is None or (key[1] + 1) * 2 ** key[0] <= self._boundary)
+        ]
+        if self._read_many is None or len(wanted) < 2:
+            return
+        found = {(n.level, n.index): n for n in await self._read_many(wanted)}
+        for key in wanted:
+            self._known[key] = found.get(key)
 
     def put(self, node: Summary) -> None:
         self._batch[(node.level, node.index)] = node
