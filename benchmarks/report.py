@@ -85,6 +85,8 @@ def render(results: Results) -> str:
             out.append(f"- **{t.goal}**: {t.why if t.why not in said else 'as above.'}")
             said.add(t.why)
         out.append("")
+    if not results.runs:  # the retrieval benchmark alone
+        return "\n".join(out + _retrieval(results))
 
     out += [
         "## How it is measured",
@@ -131,8 +133,6 @@ def render(results: Results) -> str:
         out += ["Not run here:", ""]
         out += [f"- {name}: {reason}" for name, reason in results.skipped.items()] + [""]
 
-    if not results.runs:  # one benchmark run alone
-        return "\n".join(out + _retrieval(results))
     out += ["## 1. Cost and cache per turn", ""]
     for name, label in (("cost_per_turn", "Cost per turn"), ("cost_recall", "Cost against recall")):
         if name in results.plots:

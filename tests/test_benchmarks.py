@@ -206,3 +206,15 @@ def test_retrieval_questions_are_worded_unlike_their_answers() -> None:
         else:
             assert thread[k - 1].text.rstrip().endswith("?")
             assert not set(terms.words(q.text)[5:]) & said  # the reply holds none of them
+
+
+@pytest.mark.anyio
+async def test_the_retrieval_benchmark_runs_alone(tmp_path: Path) -> None:
+    from benchmarks.__main__ import run_retrieval
+
+    config = replace(TINY, chitchat=0, sharegpt=0, synthetic=120, search_sizes=(100,))
+    results = await run_retrieval(config, tmp_path, command="python -m benchmarks --only retrieval")
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert results.runs == [] and results.retrieval is not None
+    assert "## Retrieval" in report and "## How it is measured" not in report
+    assert [t.messages for t in results.retrieval.timings] == [100]
