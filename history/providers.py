@@ -158,6 +158,14 @@ class Measured:
         """Whether the cached prefix is long enough for the provider to cache it."""
         return self.cached >= self.minimum
 
+    def turn_cost(self, *, read: float = 0.1) -> float:
+        """The request's input cost in uncached-token equivalents, once its prefix is cached
+        (a turn between cuts): cached tokens at `read` (0.1 at Anthropic and OpenAI), the rest
+        at 1; all at 1 when the prefix is too short to cache."""
+        if not self.reaches:
+            return float(self.tokens)
+        return self.cached * read + (self.tokens - self.cached)
+
     def summary(self) -> str:
         """One line for the command line and the README."""
         verdict = "cached" if self.reaches else f"too short to cache (minimum {self.minimum:,})"

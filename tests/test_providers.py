@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from history import ThreadHistory, render_view
 from history.cli import main
 from history.providers import (
     NEXT,
+    Measured,
     Reply,
     Wire,
     measure,
@@ -236,3 +238,11 @@ def test_the_prompt_command_prints_the_providers_request(
     assert err.startswith("anthropic:claude-sonnet-4-5: ") and "1 of 4 cache marks" in err
     assert main(["prompt", "t", "--db", str(db), "--model", "nope:x"]) == 2
     assert "unknown model 'nope:x'" in capsys.readouterr().err
+
+
+def test_a_turn_costs_its_cached_prefix_at_the_read_price_once_it_reaches_the_minimum() -> None:
+    short = Measured(model="anthropic:claude-sonnet-4-5", tokens=900, bytes=1, marks=1,
+                     max_marks=4, cached=800, minimum=1_024)  # fmt: skip
+    assert short.turn_cost() == 900.0
+    long = replace(short, tokens=3_000, cached=2_000)
+    assert long.turn_cost() == pytest.approx(2_000 * 0.1 + 1_000)
