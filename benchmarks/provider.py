@@ -6,8 +6,8 @@ recall costs the tail.
    of a turn between cuts in uncached-token equivalents (`Measured.turn_cost`, the figure the
    cost benchmark can take per turn).
 2. Two turns of the demo's agent, each zooming into the outline's two longest lines then
-   answering, with what zoom finds kept in the thread as a note (as the plugin does) or whole
-   (as it did before): the recall steps' weight, messages cut and outline lines after.
+   answering: with the recall not recorded in the thread (as the plugin does), recorded as
+   steps whole (as it did before), and without the zooms: messages cut and outline lines.
 """
 
 from __future__ import annotations
@@ -17,19 +17,24 @@ import io
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal
 from unittest import mock
 
 import anyio
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import history.agent as agent
-from history import History, HistorySettings, ThreadHistory
-from history import demo
+from history import History, HistorySettings, ThreadHistory, demo
 from history.cli import main as cli
 from history.providers import provider_request
-from history.steps import Returns, decode
 
 MODELS = (
     "openai-chat:gpt-4.1-mini",
@@ -58,36 +63,47 @@ async def requests(db: str) -> None:
             print(f"{m.summary()}; a turn costs {m.turn_cost():,.0f}")
 
 
-async def recall(db: str, *, whole: bool) -> str:
+Mode = Literal["not recorded", "recorded whole", "no zoom"]
+
+
+async def recall(db: str, mode: Mode) -> str:
+    """Two turns of the demo's agent, each zooming into the outline's two longest lines."""
     async with History(SETTINGS, store=db) as history:
         before = await history.outline(THREAD)
         assert before is not None
+        longest = sorted(((b, lv, ix) for lv, ix, b, _ in before.lines), reverse=True)[:2]
+        labels = [] if mode == "no zoom" else [f"{ix << lv}+{1 << lv}" for _, lv, ix in longest]
+        found = 0
         for turn in range(2):
-            sizes = sorted(((b, lv, ix) for lv, ix, b, _ in before.lines), reverse=True)[:2]
-            labels = [f"{ix << lv}+{1 << lv}" for _, lv, ix in sizes]
-            for label in labels:
-                script = _zoom_then_answer(label)
-                hook = ThreadHistory(history, THREAD, agent=AGENT, user="Maya")
-                await Agent(FunctionModel(script), capabilities=[hook]).run(f"Recall {label}")
+            hook = ThreadHistory(history, THREAD, agent=AGENT, user="Maya")
+            model = FunctionModel(_zooms_then_answers(labels))
+            result = await Agent(model, capabilities=[hook]).run(f"What did we settle? ({turn})")
+            found += sum(
+                len(p.model_response_str())
+                for m in result.new_messages()
+                for p in m.parts
+                if isinstance(p, ToolReturnPart)
+            )
             await history.wait()
         after = await history.outline(THREAD)
         assert after is not None
-        steps = await history.store.pending(THREAD, before.position, 1_000)
-        weights = [s.weight for s in steps if isinstance(decode(s.message.text), Returns)]
-    how = "whole" if whole else "as a note"
     return (
-        f"recall kept {how}: zoom results weigh {min(weights)} to {max(weights)} tokens; "
-        f"{after.boundary - before.boundary} messages cut, outline {len(before.lines)} -> "
-        f"{len(after.lines)} lines after two turns of two zooms"
+        f"{mode}: {found:,} bytes recalled; {after.boundary - before.boundary} messages cut, "
+        f"outline {len(before.lines)} -> {len(after.lines)} lines, tail {after.tokens:,} tokens"
     )
 
 
-def _zoom_then_answer(label: str) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+def _zooms_then_answers(
+    labels: list[str],
+) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+    """A run's model: a zoom into each label in turn, then an answer."""
+    left = list(labels)
+
     def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        last = messages[-1].parts[-1]
-        if last.part_kind == "tool-return":
-            return ModelResponse(parts=[TextPart("Noted.")])
-        return ModelResponse(parts=[ToolCallPart("zoom", {"label": label}, tool_call_id="z")])
+        if left:
+            call = ToolCallPart("zoom", {"label": left.pop(0)}, tool_call_id=f"z{len(left)}")
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart("Noted.")])
 
     return script
 
@@ -95,11 +111,14 @@ def _zoom_then_answer(label: str) -> Callable[[list[ModelMessage], AgentInfo], M
 def main() -> None:
     with demo_store() as db:
         anyio.run(requests, db)
-    for whole in (False, True):
-        with demo_store() as db:
-            keep = (lambda step: step) if whole else agent.recalled
-            with mock.patch.object(agent, "recalled", keep):
-                print(anyio.run(lambda: recall(db, whole=whole)))
+    for mode in ("not recorded", "recorded whole", "no zoom"):
+        with demo_store() as db, contextlib.ExitStack() as patches:
+            if mode == "recorded whole":  # as before: recall recorded as steps, whole
+                patches.enter_context(mock.patch.object(agent, "recalled", lambda step: step))
+                patches.enter_context(
+                    mock.patch.object(ThreadHistory, "_recall", lambda self, message: False)
+                )
+            print(anyio.run(recall, db, mode))
 
 
 if __name__ == "__main__":

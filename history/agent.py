@@ -34,6 +34,7 @@ from pydantic_ai.messages import (
     ModelRequestPart,
     ModelResponse,
     SystemPromptPart,
+    ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
@@ -63,7 +64,12 @@ CACHE_SETTINGS = (
 )
 """pydantic-ai's settings that place a mark each."""
 RECALL = frozenset({"zoom", "search_history"})
-"""The tools that read the thread's own history: their results are recall (see `recalled`)."""
+"""The tools that read the thread's own history. What they find is recall: not new content, so
+not recorded in the thread. A response that calls only these, and the request of their results,
+are held until the agent answers, and stored with the answer as its native form: the agent is
+sent the whole exchange while the answer is in the tail, the thread weighs and summarizes only
+the answer's text. When the run goes on otherwise (another tool, no text), what was held is
+recorded as steps, what recall found as a note of its size (`recalled`)."""
 
 INSTRUCTIONS = """\
 The conversation so far comes first as an outline of its older part, one entry per line as \
@@ -121,6 +127,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         self._sent: list[ModelMessage] | None = None
         self._system: list[SystemPromptPart] = []
         self._recorded: list[str] = []
+        self._held: list[ModelMessage] = []
 
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> ThreadHistory[AgentDepsT]:
         """A fresh copy per run: what a run has sent and recorded is its own."""
@@ -189,6 +196,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         """Record the run's last messages (its final answer), which no later request carried."""
         if self._sent is not None:
             await self._record(ctx, result.all_messages()[len(self._sent) :])
+            await self._release(ctx)
         return result
 
     async def _process(
@@ -208,6 +216,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             since=since, cache_point=True, page=self.page, recall=self.recall,
             run=Run(id=ctx.run_id, recorded=frozenset(self._recorded)) if ctx.run_id else None,
         )  # fmt: skip
+        sent += self._held  # this run's recall, not recorded until its answer
         if not self.record:  # read only: the prompt as it would have been recorded
             sent += [ModelRequest(parts=list(_unrecorded(new, self.user, self.agent)))]
         if not sent:
@@ -225,31 +234,67 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         if not self.record:
             return
         for message in messages:
-            if isinstance(message, ModelResponse):
-                native = _native(message)
+            if self._recall(message):
+                self._held.append(message)  # see `RECALL`
+            elif isinstance(message, ModelResponse):
                 calls = response_step(message)
-                if calls is not None:
-                    await self._add(ctx, encode(calls), message.timestamp, step=True, native=native)
-                elif text := response_text(message):
+                text = response_text(message)
+                if calls is None and text:  # the answer carries the recall that led to it
+                    native = _native(*self._held, message)
+                    self._held.clear()
                     await self._add(ctx, text, message.timestamp, native=native)
-                continue
-            results = [p for p in message.parts if isinstance(p, ToolReturnPart)]
-            for found in request_steps(message.parts):
-                sent = None
-                if isinstance(found, Returns):  # sent as it was, with the call ids
-                    sent = _native(ModelRequest(parts=results, run_id=message.run_id))
-                    if self.tools:
-                        found = recalled(found)
-                await self._add(ctx, encode(found), message.timestamp, step=True, native=sent)
-            if not self.record_prompt:
-                continue
-            for part in message.parts:
-                if isinstance(part, UserPromptPart):
-                    text, files = prompt_content(part.content)
-                    if text or files:
-                        await self._add(
-                            ctx, text, part.timestamp, author=self.user, to=self.agent, files=files
-                        )
+                    continue
+                await self._release(ctx)
+                if calls is not None:
+                    native = _native(message)
+                    await self._add(ctx, encode(calls), message.timestamp, step=True, native=native)
+            else:
+                await self._release(ctx)
+                await self._record_request(ctx, message)
+
+    def _recall(self, message: ModelMessage) -> bool:
+        """A response whose calls all read the thread, or the request of their results."""
+        if not self.tools:
+            return False
+        if isinstance(message, ModelResponse):
+            calls = [p.tool_name for p in message.parts if isinstance(p, ToolCallPart)]
+            return bool(calls) and all(name in RECALL for name in calls)
+        parts = message.parts
+        held = {p.tool_call_id for m in self._held for p in m.parts if isinstance(p, ToolCallPart)}
+        return bool(parts) and all(
+            isinstance(p, ToolReturnPart) and p.tool_call_id in held for p in parts
+        )
+
+    async def _release(self, ctx: RunContext[AgentDepsT]) -> None:
+        """Record held recall as steps: the run went on without an answer to carry it."""
+        held, self._held = self._held, []
+        for message in held:
+            if isinstance(message, ModelResponse):
+                calls = response_step(message)
+                assert calls is not None  # held responses call tools
+                native = _native(message)
+                await self._add(ctx, encode(calls), message.timestamp, step=True, native=native)
+            else:
+                await self._record_request(ctx, message)
+
+    async def _record_request(self, ctx: RunContext[AgentDepsT], message: ModelRequest) -> None:
+        results = [p for p in message.parts if isinstance(p, ToolReturnPart)]
+        for found in request_steps(message.parts):
+            sent = None
+            if isinstance(found, Returns):  # sent as it was, with the call ids
+                sent = _native(ModelRequest(parts=results, run_id=message.run_id))
+                if self.tools:
+                    found = recalled(found)
+            await self._add(ctx, encode(found), message.timestamp, step=True, native=sent)
+        if not self.record_prompt:
+            return
+        for part in message.parts:
+            if isinstance(part, UserPromptPart):
+                text, files = prompt_content(part.content)
+                if text or files:
+                    await self._add(
+                        ctx, text, part.timestamp, author=self.user, to=self.agent, files=files
+                    )
 
     async def _add(
         self,
@@ -276,9 +321,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
 def recalled(step: Returns) -> Returns:
     """A step of results with what `zoom` and `search_history` found as a note of its size.
 
-    What they return is the thread's own history: the agent is sent it whole while the step is
-    in the tail (its native form), but the thread weighs and keeps only the note, so a recall
-    neither pushes the tail into a cut nor is summarized again as if it were new.
+    The agent is sent what they found whole while the step is in the tail (its native form);
+    the thread weighs and keeps only the note (see `RECALL`).
     """
     return Returns(
         returns=tuple(
@@ -294,9 +338,9 @@ def _text(content: object) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
-def _native(message: ModelMessage) -> str:
-    """A message as pydantic-ai serializes it: what its provider needs to continue from it."""
-    return ModelMessagesTypeAdapter.dump_json([message]).decode()
+def _native(*messages: ModelMessage) -> str:
+    """Messages as pydantic-ai serializes them: what their provider needs to continue."""
+    return ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
 
 
 def _unrecorded(messages: Sequence[ModelMessage], user: str, agent: str) -> list[UserPromptPart]:

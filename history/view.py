@@ -255,16 +255,17 @@ class Run:
 
 async def _natives(
     history: History, thread: str, after: int, agent: str, tail: list[Stored]
-) -> dict[str, ModelMessage]:
-    """The agent's own messages in the tail as their provider sent them, by id."""
+) -> dict[str, list[ModelMessage]]:
+    """The agent's own messages in the tail as their provider sent them, by id: the message
+    last, after the recall exchange that led to it (see `history.agent.RECALL`)."""
     own = {s.message.id for s in tail if s.message.author == agent}
-    found: dict[str, ModelMessage] = {}
+    found: dict[str, list[ModelMessage]] = {}
     for id, text in (await history.store.natives(thread, after)).items():
         if id not in own:
             continue
         try:
-            found[id] = ModelMessagesTypeAdapter.validate_json(text)[0]
-        except (ValueError, IndexError) as exc:  # a form this pydantic-ai cannot read: the text
+            found[id] = ModelMessagesTypeAdapter.validate_json(text)
+        except ValueError as exc:  # a form this pydantic-ai cannot read: the text
             # The error's type only: a validation error quotes the message's content.
             log.warning(
                 "thread %r: message %r has a native form that cannot be read (%s)", thread, id,
@@ -325,7 +326,7 @@ def _tail_messages(
     paired: set[str],
     agent: str | None,
     page: int,
-    natives: Mapping[str, ModelMessage],
+    natives: Mapping[str, list[ModelMessage]],
     run: Run | None,
 ) -> Iterable[ModelMessage]:
     for s in tail:
@@ -334,8 +335,8 @@ def _tail_messages(
             continue  # another agent's private step
         step = steps.get(m.id)
         native = natives.get(m.id)
-        if native is not None and _whole(native, step, paired, size(m.text) <= page):
-            yield native
+        if native and _whole(native[-1], step, paired, size(m.text) <= page):
+            yield from native
         elif step is not None:
             yield from step_messages(m.author, step, paired, page, m.at, own=agent is not None)
         elif m.author == agent and not m.step:

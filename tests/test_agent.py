@@ -19,8 +19,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from history import ThreadHistory, prompt_text, view
+from history import ThreadHistory, prompt_text, view, zoom
 from history.agent import INSTRUCTIONS
+from history.lines import size
 from history.steps import Call, Calls, Feedback, Return, Returns, decode, encode
 
 from .conftest import exchange, message
@@ -77,22 +78,24 @@ async def test_the_model_sees_exactly_the_view_and_the_run_is_recorded(
     assert outline is not None and outline.outlined  # the agent reads an outline
     assert result.output == "We planned the launch."
     assert len(seen) == 2
-    assert [sent_form(s) for s in seen] == [sent_form(e) for e in expected]
-    assert prompt_text(seen[0]).endswith("[user]\nAna → north: What did we plan?\n")
     zoomed = "0+1|Ana → north: Plan the launch\n1+1|north → Ana: ok"
-    zoom_call = Call(id="z1", name="zoom", args={"label": "0+2"})
-    note = f"[recalled {len(zoomed.encode())} bytes]"
+    exchange_sent = [
+        ("response", (("text", "Let me look."), ("tool-call", "zoom", {"label": "0+2"}, "z1"))),
+        ("request", (("tool-return", "zoom", zoomed, "z1", "success"),)),
+    ]
+    # The thread's view, then (not recorded yet) this run's recall.
+    assert sent_form(seen[0]) == sent_form(expected[0])
+    assert sent_form(seen[1]) == sent_form(expected[1]) + exchange_sent
+    assert prompt_text(seen[0]).endswith("[user]\nAna → north: What did we plan?\n")
+    # What the zoom found is the thread's own history: the thread records the prompt and the
+    # answer, and keeps the recall that led to it with the answer, as it was sent.
     assert [(s.message.author, s.message.step, s.message.text) for s in recorded] == [
         ("Ana", False, "What did we plan?"),
-        ("north", True, encode(Calls(calls=(zoom_call,), text="Let me look."))),
-        # What the zoom found is the thread's own history: the thread keeps a note of its size.
-        ("north", True, encode(Returns(returns=(Return(id="z1", name="zoom", content=note),)))),
         ("north", False, "We planned the launch."),
     ]
     # The next run reads the same turn back from the thread, as it was sent: tool parts and all.
     assert sent_form(after)[-3:] == [
-        ("response", (("text", "Let me look."), ("tool-call", "zoom", {"label": "0+2"}, "z1"))),
-        ("request", (("tool-return", "zoom", zoomed, "z1", "success"),)),
+        *exchange_sent,
         ("response", (("text", "We planned the launch."),)),
     ]
 
@@ -124,11 +127,11 @@ async def test_a_zoom_into_no_line_tells_the_model_what_to_do(open_history: Open
     async with open_history(tail=(60, 200)) as run:
         seen = await run_once(run, script)
         recorded = await run.history.store.pending("t", -1, 100)
+        natives = await run.history.store.natives("t", -1)
     error = "no line '5+3' in thread 't': a line covers a power of two of messages"
     assert error in prompt_text(seen[1])
-    result = decode(recorded[2].message.text)
-    assert isinstance(result, Returns) and result.returns[0].outcome == "retried"
-    assert error in str(result.returns[0].content)
+    assert [s.message.text for s in recorded] == ["Hello?", "Sorry."]
+    assert error in natives[recorded[1].message.id]  # kept with the answer, as it was sent
 
 
 async def test_the_system_prompt_stays_first(open_history: Opener) -> None:
@@ -201,7 +204,7 @@ async def test_the_agent_searches_its_thread(open_history: Opener) -> None:
     )
 
 
-async def test_a_recall_is_sent_whole_but_weighs_as_a_note(open_history: Opener) -> None:
+async def test_a_recall_is_sent_whole_but_not_recorded_in_the_thread(open_history: Opener) -> None:
     long = " ".join(f"word{k}" for k in range(500))
     zoomed: list[str] = []
 
@@ -218,10 +221,45 @@ async def test_a_recall_is_sent_whole_but_weighs_as_a_note(open_history: Opener)
         seen = await run_once(run, script)
         after = await run.history.outline("t")
         recorded = await run.history.store.pending("t", 21, 100)
+        sent_next = await view(run.history, "t", agent="north")
     assert before is not None and after is not None
     assert zoomed and long in zoomed[0]  # the agent read the message whole
-    assert long in prompt_text(seen[1])
-    [result] = [s for s in recorded if isinstance(decode(s.message.text), Returns)]
-    assert result.weight < 50  # a 3,890-byte recall weighs as its note
-    # The run fits in the tail: no cut, the outline is as it was.
-    assert (after.cut_at, after.lines) == (before.cut_at, before.lines)
+    assert long in prompt_text(seen[1]) and long in prompt_text(sent_next)
+    # The thread holds the prompt and the answer only: the 3,890 bytes found weigh nothing.
+    assert [(s.message.text, s.message.step) for s in recorded] == [
+        ("Hello?", False),
+        ("It was long.", False),
+    ]
+    assert all(s.weight < 20 for s in recorded)
+    assert (after.cut_at, after.lines) == (before.cut_at, before.lines)  # no cut
+
+
+async def test_recall_the_run_goes_on_from_is_recorded_as_steps_with_a_note(
+    open_history: Opener,
+) -> None:
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls = sum(isinstance(p, ToolCallPart) for m in messages for p in m.parts)
+        if calls == 0:
+            return ModelResponse(parts=[ToolCallPart("zoom", {"label": "0+1"}, tool_call_id="z")])
+        if calls == 1:
+            return ModelResponse(parts=[ToolCallPart("price", {}, tool_call_id="p")])
+        return ModelResponse(parts=[TextPart("4,200 EUR.")])
+
+    def price() -> str:
+        """The price."""
+        return "4,200 EUR"
+
+    async with open_history(summarizer="echo", tail=(300, 600), kept=2) as run:
+        await run.send(*exchange(["The price is settled"]))
+        hook = ThreadHistory(run.history, "t", agent="north", user="Ana")
+        await Agent(FunctionModel(script), capabilities=[hook], tools=[price]).run("Price?")
+        await run.history.wait()
+        recorded = await run.history.store.pending("t", 1, 100)
+        zoomed = (await zoom(run.history, "t", "0+1")).text
+    steps = [decode(s.message.text) for s in recorded]
+    assert steps[1:5] == [
+        Calls(calls=(Call(id="z", name="zoom", args={"label": "0+1"}),)),
+        Returns(returns=(Return(id="z", name="zoom", content=f"[recalled {size(zoomed)} bytes]"),)),
+        Calls(calls=(Call(id="p", name="price", args={}),)),
+        Returns(returns=(Return(id="p", name="price", content="4,200 EUR"),)),
+    ]
