@@ -9,6 +9,8 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import subprocess
+import sys
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -150,13 +152,13 @@ V2_BUDGETS = {
 }
 
 
+VERSION_2 = {"cut_gap", "steps"} <= set(inspect.signature(HistorySettings).parameters)
+needs_version_2 = pytest.mark.skipif(
+    not VERSION_2, reason="the package does not implement SPEC version 2 yet"
+)
 # Version 1's behaviour as the package's settings spell it: before the package knew version 2,
 # its defaults; since, `cut_gap=False, steps=None`.
-V1_SETTINGS = (
-    {"cut_gap": False, "steps": None}
-    if {"cut_gap", "steps"} <= set(inspect.signature(HistorySettings).parameters)
-    else {}
-)
+V1_SETTINGS: dict[str, Any] = {"cut_gap": False, "steps": None} if VERSION_2 else {}
 
 
 def ours(lines: list[bytes], budget: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
@@ -191,6 +193,7 @@ def without_steps(trace: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.skipif(VERSION_2, reason="held exactly by test_version_1s_settings_print_...")
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jsonl(empty_step_author=False), st.fixed_dictionaries(V1_BUDGETS))
 def test_the_plugin_prints_the_same_trace_as_the_reference(
@@ -201,6 +204,35 @@ def test_the_plugin_prints_the_same_trace_as_the_reference(
     expected, errors = reference.simulate(lines, **budget, cut_gap=False, steps=None)
     events(expected, reported)
     assert without_steps(trace) == without_steps(expected)
+    assert reported == [int(e.split(":")[0].split()[-1]) for e in errors]
+
+
+@needs_version_2
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jsonl(), st.fixed_dictionaries(V2_BUDGETS))
+def test_the_plugin_prints_the_same_trace_as_the_reference_in_version_2(
+    lines: list[bytes], budget: dict[str, Any]
+) -> None:
+    """SPEC version 2: the cut gap on and off, step trees on (small bounds too) and off."""
+    trace, reported = ours(lines, budget)
+    expected, errors = reference.simulate(lines, **budget)
+    events(expected, reported)
+    assert trace == expected
+    assert reported == [int(e.split(":")[0].split()[-1]) for e in errors]
+
+
+@needs_version_2
+@settings(max_examples=EXAMPLES // 3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jsonl(), st.fixed_dictionaries(V1_BUDGETS))
+def test_version_1s_settings_print_version_1s_trace(
+    lines: list[bytes], budget: dict[str, Any]
+) -> None:
+    """`cut_gap=False, steps=None`: version 1's trace, with `"steps": []` and `{}`."""
+    budget = {**budget, "cut_gap": False, "steps": None}
+    trace, reported = ours(lines, budget)
+    expected, errors = reference.simulate(lines, **budget)
+    assert trace["steps"] == [] and all(o["steps"] == {} for o in trace["outlines"])
+    assert trace == expected
     assert reported == [int(e.split(":")[0].split()[-1]) for e in errors]
 
 
@@ -346,3 +378,48 @@ def test_a_nul_character_is_taken_like_any_other() -> None:
     expected, errors = reference.simulate(lines, cut_gap=False, steps=None)
     assert errors == []
     assert (without_steps(trace), reported) == (without_steps(expected), [])
+
+
+def _launch_with_steps() -> list[bytes]:
+    """The example chat, with north's and south's tool calls and results between messages."""
+    lines = []
+    for k, raw in enumerate((ROOT / "examples" / "launch.jsonl").read_bytes().splitlines()):
+        lines.append(raw)
+        shared = json.loads(raw)
+        agent = "south" if k % 3 == 2 else "north"
+        for n, text in enumerate([CALLS[k % len(CALLS)], RESULTS[k % (len(RESULTS) - 1)]]):
+            step = {**shared, "id": f"{shared['id']}-{n}", "author": agent, "to": None}
+            lines.append(json.dumps({**step, "text": text, "step": True}).encode())
+    return lines
+
+
+@needs_version_2
+@pytest.mark.parametrize(
+    "options",
+    [
+        [],
+        ["--no-cut-gap"],
+        ["--steps", "none"],
+        ["--no-cut-gap", "--steps", "none"],
+        ["--steps", "60,120", "--summarizer", "scripted", "--line", "96"],
+        ["--steps", "200,400", "--tail", "100,300", "--outline", "100,200"],
+    ],
+)
+def test_the_command_lines_print_the_same_trace(tmp_path: Path, options: list[str]) -> None:
+    path = tmp_path / "launch.jsonl"
+    path.write_bytes(b"\n".join(_launch_with_steps()) + b"\n")
+    env = {**os.environ, "HISTORY_TAIL": "40,80"}
+    printed = [
+        subprocess.run(
+            [sys.executable, *command, str(path), "--json", *options],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for command in (["-m", "history.cli", "simulate"], [str(ROOT / "tests" / "reference.py")])
+    ]
+    ours, theirs = (json.loads(p.stdout) for p in printed)
+    assert ours["steps"] or "none" in options
+    assert ours == theirs
