@@ -1,4 +1,5 @@
-"""`python -m benchmarks [--out DIR] [--quick] [--jsonl FILE ...]`: run, report, plot."""
+"""`python -m benchmarks [--out DIR] [--quick] [--scale] [--postgres URL] [--jsonl FILE ...]`:
+run, report, plot."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from pathlib import Path
 
 import anyio
 
-from . import cost, latency, plots, retrieval, speed, startup, targets
+from . import cost, latency, plots, retrieval, scale, speed, startup, targets
 from .cache import Prices
 from .config import FULL, QUICK, Config
 from .corpora import Corpus, chitchat_corpus, jsonl_corpus, sharegpt_corpus, synthetic_corpus
 from .fakes import Behaviour
 from .report import Results, render
+from .scale import Scale
 from .strategies import available
 
 log = logging.getLogger("benchmarks")
@@ -62,6 +64,14 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         throughputs = [
             await speed.throughput(messages[: config.speed], folder, threads=n) for n in (1, 10)
         ]
+        postgres = []
+        if config.postgres:
+            for n in (1, 10):
+                postgres.append(
+                    await speed.postgres_throughput(
+                        messages[: config.speed], config.postgres, threads=n
+                    )
+                )
         log.info("view assembly at %s messages", config.views)
         checked = await speed.fill_matches_plugin(messages[: config.views[0]], folder)
         views = await speed.view_times(messages, config.views, folder, repeats=config.repeats)
@@ -75,6 +85,7 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         log.info("start-up of the command, %d runs each", config.startup)
         startups = startup.measure(folder, repeats=config.startup) if config.startup else []
         found_retrieval = await _retrieval(config, found, folder)
+        grown = _scale(config, folder) if config.scale else None
     drawn = {
         "cost_per_turn": plots.cost_per_turn(
             runs, found[0].name, config.reference, out / "cost-per-turn.png"
@@ -95,12 +106,21 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         cuts=cuts,
         loads=loads,
         targets=[
-            *targets.evaluate(runs, throughputs, views, reference=config.reference),
+            *targets.evaluate(
+                runs,
+                throughputs,
+                views,
+                reference=config.reference,
+                postgres=postgres,
+                scale=grown,
+            ),
             *([startup.target(startups)] if startups else []),
             *retrieval.targets(found_retrieval, real=_real(found)),
         ],
         retrieval=found_retrieval,
         startups=startups,
+        postgres=postgres,
+        scale=grown,
         plots={name: path for name, path in drawn.items() if path is not None},
         seconds=time.perf_counter() - started,
         load=load,
@@ -137,6 +157,35 @@ async def run_retrieval(config: Config, out: Path, *, command: str) -> Results:
     return results
 
 
+def _scale(config: Config, folder: Path) -> Scale:
+    log.info("the scale run: %d messages, one thread and %d", config.scale, config.scale_threads)
+    return scale.in_process(
+        config.scale, threads=config.scale_threads, slice=config.scale_slice,
+        checkpoints=config.scale_checkpoints, folder=folder,
+    )  # fmt: skip
+
+
+async def run_scale(config: Config, out: Path, *, command: str) -> Results:
+    """Only the scale run, with its targets, in a report of its own."""
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    await anyio.Path(out).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        grown = _scale(config, Path(scratch))
+    results = Results(
+        config=config,
+        command=command,
+        corpora=(),
+        skipped={},
+        runs=(),
+        scale=grown,
+        targets=[targets.ingest_flat(grown)],
+        seconds=time.perf_counter() - started,
+        load=load,
+    )
+    await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
+    return results
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -145,6 +194,10 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--out", type=Path, default=Path("bench-report"), help="report folder")
     top.add_argument("--quick", action="store_true", help="small sizes: about a minute")
+    top.add_argument("--scale", action="store_true", help="only the scale run (100,000 messages)")
+    top.add_argument(
+        "--postgres", metavar="URL", help="also measure throughput on this PostgreSQL server"
+    )
     top.add_argument(
         "--only", choices=["retrieval"], help="run one benchmark alone: retrieval (search)"
     )
@@ -166,9 +219,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         jsonl=tuple(args.jsonl),
         prices=Prices(read=args.cache_read, write=args.cache_write),
         behaviour=Behaviour(share=args.share, cap=args.cap),
+        postgres=args.postgres,
     )
+    if args.scale and not config.scale:
+        config = replace(config, scale=10_000, scale_slice=1_000, scale_threads=100,
+                         scale_checkpoints=(1_000, 10_000))  # fmt: skip
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
-    chosen = run_retrieval if args.only == "retrieval" else run
+    chosen = run_scale if args.scale else run_retrieval if args.only == "retrieval" else run
     results = anyio.run(lambda: chosen(config, args.out, command=command))
     for target in results.targets:
         print(f"{'met   ' if target.met else 'MISSED'}  {target.goal}")

@@ -50,6 +50,11 @@ class Prices:
     """A token read from the cache."""
     write: float = 1.25
     """A token written to the cache (Anthropic-style only)."""
+    summary_input: float = 0.05
+    """A token sent to the summarizer: a small model's input ($0.10 a million tokens) against
+    the agent's model ($2.00)."""
+    summary_output: float = 0.2
+    """A token the summarizer writes ($0.40 a million against $2.00)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -52,6 +52,15 @@ class Config:
     """Messages per thread in each load run."""
     startup: int = 9
     """Runs of each command line whose start-up is timed (the median is reported; 0: none)."""
+    postgres: str | None = None
+    """A PostgreSQL server's URL: the throughput is measured there too, against asyncpg."""
+    scale: int = 100_000
+    """Messages in the scale run, into one thread and dealt over `scale_threads` (0: none)."""
+    scale_threads: int = 1_000
+    scale_slice: int = 10_000
+    """Messages per slice whose rate the scale run reports."""
+    scale_checkpoints: tuple[int, ...] = (1_000, 10_000, 100_000)
+    """Thread lengths at which the scale run times `view()`, `zoom` and `search`."""
 
 
 FULL = Config()
@@ -72,4 +81,5 @@ QUICK = Config(
     search_queries=20,
     per_thread=(10, 6, 5),
     startup=3,
+    scale=0,
 )

@@ -89,7 +89,10 @@ def conversation(
     places = sorted(rng.sample(range(1, span + len(facts)), len(facts)))
     for place, fact in zip(places, facts, strict=True):
         text = f"Please remember this: the {fact.cue} is {fact.value}."
-        planted.insert(min(place, len(planted)), Draft(author=human, text=text))
+        at = min(place, len(planted))
+        while 0 < at < len(planted) and planted[at - 1].step:
+            at += 1  # never between an agent's tool call and its result
+        planted.insert(at, Draft(author=human, text=text))
     messages = tuple(
         Message(
             id=f"{thread}-{k}",

@@ -42,6 +42,8 @@ class Run:
     kinds: tuple[str, ...]
     """What each turn did to the prompt: `grow` (it only grew) or `break` (it did not);
     chat-outline tells `cut`, `cut short` and `fold` apart."""
+    summarizer: float = 0.0
+    """The summarizer's spend per turn, in the same input-token equivalents as the prompt."""
 
     @property
     def breakdown(self) -> dict[str, tuple[int, float]]:
@@ -63,6 +65,10 @@ class Run:
 
     def mean(self, attribute: str) -> float:
         return float(sum(getattr(t, attribute) for t in self.turns)) / max(len(self.turns), 1)
+
+    def total(self, attribute: str) -> float:
+        """A prompt cost per turn (`attribute`) with the summarizer's spend beside it."""
+        return self.mean(attribute) + self.summarizer
 
     def share(self, attribute: str) -> float:
         """`attribute` summed over turns, as a share of the prompt tokens."""
@@ -129,6 +135,10 @@ async def run_one(
         search=sum(searches) / len(searches) if searches else None,
         seconds=time.perf_counter() - started,
         kinds=tuple(kinds),
+        summarizer=(
+            usage.input_tokens * prices.summary_input + usage.output_tokens * prices.summary_output
+        )
+        / max(len(turns), 1),
     )
     log.info(
         "%s / %s / %s: %d turns, mean cost %.0f, recall %.2f (%.1fs)",

@@ -85,12 +85,12 @@ def cost_recall(runs: Sequence[Run], path: Path) -> Path | None:
         for name in dict.fromkeys(r.strategy for r in runs):
             points = sorted(
                 (r for r in runs if r.corpus == corpus and r.strategy == name),
-                key=lambda r: r.mean("anthropic_cost"),
+                key=lambda r: r.total("anthropic_cost"),
             )
             if not points:
                 continue
             color, marker = STYLE.get(name, ("black", "x"))
-            costs = [r.mean("anthropic_cost") for r in points]
+            costs = [r.total("anthropic_cost") for r in points]
             axis.plot(costs, [r.recall for r in points], color=color, marker=marker, label=name)
             searched = [(c, r.search) for c, r in zip(costs, points, strict=True) if r.search]
             if searched:

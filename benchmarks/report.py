@@ -13,6 +13,7 @@ from .corpora import Corpus
 from .cost import Run
 from .latency import CONCURRENCY, Cuts, Load
 from .retrieval import Retrieval, table
+from .scale import Scale
 from .speed import Throughput, ViewTime
 from .startup import Startup
 from .startup import report as startup_report
@@ -31,6 +32,9 @@ class Results:
     """Strategies and corpora that could not run here, and why."""
     runs: Sequence[Run]
     throughputs: Sequence[Throughput] = ()
+    postgres: Sequence[Throughput] = ()
+    """The throughput on PostgreSQL, when a server was given."""
+    scale: Scale | None = None
     fill_checked: bool | None = None
     views: Sequence[ViewTime] = ()
     memory: float | None = None
@@ -102,7 +106,12 @@ def render(results: Results) -> str:
         "turn reads the longest written prefix that is still its own prefix and ends on one of its "
         "block boundaries within 20 blocks before one of its marks, and writes up to its last "
         "mark. Every strategy marks the end of its prompt and the end of its summary; chat-outline "
-        "also marks the last full outline block. Cache lifetimes are not modelled.",
+        "also marks the last full outline block (its view's cache points). Cache lifetimes are "
+        "not modelled.",
+        "- **chat-outline's prompt** is what `view()` builds for the conversation's agent, each "
+        "of its parts one block: the outline's blocks of lines, then the tail with the agent's "
+        "answers, its tool calls and results (the corpora's tool steps are the agent's own), and "
+        "everyone else's messages.",
         f"- **Cost** in input-token equivalents: a cached token costs {c.prices.read}, a token "
         f"written to the cache {c.prices.write} (Anthropic-style only), any other 1. **Floor**: "
         f"{c.prices.read} x the prompt + the turn's new tokens.",
@@ -110,10 +119,14 @@ def render(results: Results) -> str:
         f"{c.behaviour.share:.0%} of the tokens it is asked to compress, at most "
         f"{c.behaviour.cap:,} tokens (and, for chat-outline, within the line limit it is told), "
         "names, numbers and ids first. Its input tokens are everything it is sent (instructions "
-        "and prompt templates included).",
+        "and prompt templates included). Its spend is priced beside the prompt: an input token "
+        f"at {c.prices.summary_input}, an output token at {c.prices.summary_output} (a small "
+        "model's prices against the agent's), and the cost per turn compared with the peers' "
+        "is the prompt's plus the summarizer's.",
         f"- **Budgets** ({', '.join(f'{b:,}' for b in c.budgets)} tokens): chat-outline runs its "
         f"defaults scaled by budget / {DEFAULT_BUDGET:,} (tail cut from 3/5 to 1/5 of the budget, "
-        "outline folded from 8/5 to 4/5 of it in bytes); LangChain's middleware triggers at the "
+        "outline folded from 8/5 to 4/5 of it in bytes, the messages kept whole from 4 at "
+        f"{DEFAULT_BUDGET:,} to at least 1); LangChain's middleware triggers at the "
         "budget and keeps a third; the summary buffers (LangChain classic, LlamaIndex) keep two "
         "thirds whole; the rolling window keeps the budget. The full history has none. All count "
         "tokens with the same tokenizer; everything else is each library's default.",
@@ -138,8 +151,8 @@ def render(results: Results) -> str:
         if name in results.plots:
             out += [f"![{label}]({results.plots[name].name})", ""]
     header = ["strategy", "budget", "prompt", "prefix", "OpenAI read", "Anthropic read",
-              "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor", "calls/msg",
-              "in/msg", "out/msg", "recall", "search"]  # fmt: skip
+              "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor", "summarizer",
+              "total Anthropic", "calls/msg", "in/msg", "out/msg", "recall", "search"]  # fmt: skip
     for corpus in results.corpora:
         runs = [r for r in results.runs if r.corpus == corpus.name]
         out += [f"### {corpus.name}", ""]
@@ -210,8 +223,6 @@ def _notes(results: Results) -> list[str]:
         "- **The cache models** read nothing under 1,024 tokens, so short prompts cost more "
         "than the floor whatever the strategy; entries never expire here, where a real cache "
         "lasts minutes unless it is hit.",
-        "- **chat-outline's prompt** is rendered by the benchmark (`benchmarks/view.py`) from "
-        "the committed outline and the log, until the plugin's own view lands.",
         "",
     ]
     return out
@@ -222,7 +233,8 @@ def _row(r: Run) -> list[object]:
         r.strategy, _budget(r), f"{r.mean('tokens'):,.0f}", _pct(r.share("prefix")),
         _pct(r.share("openai_read")), _pct(r.share("anthropic_read")),
         _pct(r.share("anthropic_write")), f"{r.mean('openai_cost'):,.0f}",
-        f"{r.mean('anthropic_cost'):,.0f}", f"{r.floor_ratio():.2f}",
+        f"{r.mean('anthropic_cost'):,.0f}", f"{r.floor_ratio():.2f}", f"{r.summarizer:,.1f}",
+        f"{r.total('anthropic_cost'):,.0f}",
         f"{r.per_message('calls'):.3f}", f"{r.per_message('input_tokens'):,.0f}",
         f"{r.per_message('output_tokens'):,.0f}", _pct(r.recall), _pct(r.search),
     ]  # fmt: skip
@@ -246,16 +258,24 @@ def _speed(results: Results) -> list[str]:
     if results.throughputs:
         out += [
             "Messages through `message_created` plus processing (defaults, offline `scripted` "
-            "summarizer, a SQLite file), against the same rows inserted into SQLite in the same "
-            "run (same schema, WAL, `synchronous = NORMAL`; the median of three fresh files), "
-            "one transaction per row as the plugin commits each message; all rows in one "
-            "transaction for scale.",
+            "summarizer, a SQLite file), against the same rows inserted by aiosqlite into the "
+            "same schema (the message table, its indexes, the search table and its trigger; WAL, "
+            "`synchronous = NORMAL`), one autocommit INSERT a row as the plugin commits each "
+            "message before `message_created` returns. The two take turns three times on fresh "
+            "files; the medians are shown. All rows in one transaction, for scale.",
             "",
         ]
-        out += _table(
-            ["threads", "messages", "plugin msg/s", "raw rows/s", "ratio", "raw, one transaction"],
-            [_throughput_row(t) for t in results.throughputs],
-        )
+        header = ["threads", "messages", "plugin msg/s", "raw rows/s", "ratio",
+                  "raw, one transaction"]  # fmt: skip
+        out += _table(header, [_throughput_row(t) for t in results.throughputs])
+    if results.postgres:
+        out += [
+            "The same on PostgreSQL (`--postgres`): the plugin on a fresh schema against asyncpg "
+            "inserting the same rows into the same schema (its indexes, the search table and its "
+            "trigger), one autocommit INSERT a row.",
+            "",
+        ]
+        out += _table(header, [_throughput_row(t) for t in results.postgres])
     if results.views:
         checked = (
             "not checked"
@@ -265,7 +285,8 @@ def _speed(results: Results) -> list[str]:
             else "**different from the plugin's**"
         )
         out += [
-            "View assembly (outline, lines and tail read from the store and rendered; median of "
+            "`view()` (the outline row, its nodes and the tail read from the store and built "
+            "into the agent's pydantic-ai messages; median of "
             f"{c.repeats}, the threads taking turns). The threads are filled by the real "
             "processor in memory and written in bulk; on the smallest one the tree and outline "
             "were checked: "
@@ -285,6 +306,8 @@ def _speed(results: Results) -> list[str]:
             f"(tracemalloc; SQLite's own cache not included): {results.memory:.1f} MiB.",
             "",
         ]
+    if results.scale is not None:
+        out += _scale(results.scale)
     out += ["## 3. Latency under a slow summarizer", ""]
     if results.cuts is not None:
         k = results.cuts
@@ -304,6 +327,50 @@ def _speed(results: Results) -> list[str]:
             ["threads", "messages", "calls", "seconds", "calls/s", "bound calls/s", "of bound"],
             [_load_row(x, c.delay) for x in results.loads],
         )
+    return out
+
+
+def _scale(scale: Scale) -> list[str]:
+    one = next(i for i in scale.ingests if i.threads == 1)
+    out = [
+        "### The scale run",
+        "",
+        f"{one.messages:,} synthetic messages handed over {one.slice:,} at a time (each slice "
+        "waited for until processed), into one thread and dealt over "
+        + " and ".join(f"{i.threads:,}" for i in scale.ingests if i.threads > 1)
+        + " threads; defaults, the offline `scripted` summarizer, a SQLite file. Messages per "
+        f"second of each slice ({scale.seconds:.0f} s in all):",
+        "",
+    ]
+    slices = max(len(i.rates) for i in scale.ingests)
+    out += _table(
+        ["threads", *(f"{(k + 1) * one.slice:,}" for k in range(slices)), "last / first"],
+        [
+            [f"{i.threads:,}", *(f"{r:,.0f}" for r in i.rates), f"{i.growth:.2f}x"]
+            for i in scale.ingests
+        ],
+    )
+    if scale.reads:
+        out += [
+            "Reads in the one thread as it grew (median of five, ms): `view()` for its agent, "
+            "`zoom` into the outline's first line, `search` for two common words.",
+            "",
+        ]
+        rows = [
+            [f"{r.messages:,}", f"{r.view * 1000:.1f}", f"{r.zoom * 1000:.2f}",
+             f"{r.search * 1000:.1f}", f"{r.lines:,}"]
+            for r in scale.reads
+        ]  # fmt: skip
+        out += _table(["messages", "view", "zoom", "search", "outline lines"], rows)
+        first, last = scale.reads[0], scale.reads[-1]
+        out += [
+            f"`view()` at {last.messages:,} messages took {last.view / first.view:.2f}x its time "
+            f"at {first.messages:,}; `search` {last.search / first.search:.1f}x: a search ranks "
+            "(bm25) every row that holds one of its words before it keeps the best, so its time "
+            "follows how many lines and messages hold the words, which grows with the thread.",
+            "",
+        ]
+    out += [f"Peak resident memory of the process that ran it: {scale.peak_mib:,.0f} MiB.", ""]
     return out
 
 

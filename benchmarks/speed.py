@@ -1,27 +1,32 @@
 """Speed of the plugin itself, with an offline summarizer (no model latency).
 
 - Throughput: messages per second through `message_created` plus processing, against raw
-  inserts of the same rows into SQLite (same schema and pragmas, one transaction per row, as
-  each message is committed before `message_created` returns), in the same run.
-- View assembly: the time to build an agent's prompt for threads of growing length. The threads
-  are filled with the real processor (`processors.compact`) in memory and written in bulk, which
-  is much faster than committing every message; on the smallest thread the result is checked
-  against the plugin's own.
+  inserts of the same rows into the plugin's own schema (its search table and trigger, its
+  indexes) by the same driver, one autocommit INSERT a row (each message is committed before
+  `message_created` returns): aiosqlite on SQLite, asyncpg on PostgreSQL. The plugin and the
+  raw inserts take turns, each on a fresh database, and the medians are compared.
+- View assembly: the time `view()` takes to build an agent's prompt for threads of growing
+  length. The threads are filled with the real processor (`processors.compact`) in memory and
+  written in bulk, which is much faster than committing every message; on the smallest thread
+  the result is checked against the plugin's own.
 - Peak memory (tracemalloc: Python allocations, not SQLite's own cache).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import sqlite3
 import statistics
 import time
 import tracemalloc
+import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Literal
+
+import aiosqlite
 
 from history.contract import Message, Outline, Stored, Summary
 from history.plugin import History
@@ -29,16 +34,19 @@ from history.processors.compact import compact
 from history.processors.summarize import Nodes
 from history.processors.weight import weight
 from history.settings import HistorySettings
-from history.store import rows
+from history.store import open_store, rows
 from history.store.sqlite import SQLiteStore
 from history.summarizer import Scripted, Task, write
 from history.trace import snapshot
+from history.view import prompt_text, view
 
-from .cache import Meter
-from .view import chat_history_prompt
+from .cache import count
 
 PRAGMAS = ("journal_mode = WAL", "synchronous = NORMAL")
+"""The SQLite store's own."""
 RAW_REPEATS = 3
+AGENT = "assistant"
+"""Whose view is timed: the synthetic conversation's agent."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,9 +56,10 @@ class Throughput:
     plugin: float
     """Messages per second through `message_created` and processing."""
     raw: float
-    """Rows per second inserted into SQLite, one transaction each."""
+    """Rows per second inserted into the same schema by the same driver, one autocommit each."""
     raw_batched: float
     """Rows per second inserted in one transaction (for scale only)."""
+    store: Literal["sqlite", "postgresql"] = "sqlite"
 
     @property
     def ratio(self) -> float:
@@ -83,9 +92,9 @@ def spread(messages: Sequence[Message], threads: int) -> list[Message]:
     ]
 
 
-async def plugin_rate(messages: Sequence[Message], path: Path) -> float:
+async def plugin_rate(messages: Sequence[Message], where: str | Path) -> float:
     """Messages per second: every message handed over, then until all are processed."""
-    async with History(settings(), store=path) as history:
+    async with History(settings(), store=where) as history:
         started = time.perf_counter()
         for m in messages:
             await history.message_created(m)
@@ -93,49 +102,132 @@ async def plugin_rate(messages: Sequence[Message], path: Path) -> float:
         return len(messages) / (time.perf_counter() - started)
 
 
-def raw_rates(messages: Sequence[Message], path: Path) -> tuple[float, float]:
-    """Rows per second into SQLite: one transaction per row, and all rows in one (each the
-    median of `RAW_REPEATS` fresh files, since a single file's rate varies with the disk)."""
+def placed(messages: Sequence[Message]) -> list[tuple[Any, ...]]:
+    """The rows the plugin stores for `messages`: their seq, index and weight."""
     encoding = settings().encoding
     seqs: dict[str, int] = {}
-    prepared = []
+    indexes: dict[str, int] = {}
+    out = []
     for m in messages:
         seq = seqs[m.thread] = seqs.get(m.thread, -1) + 1
-        stored = Stored(
-            message=m, seq=seq, index=None if m.step else seq, weight=weight(m, encoding)
-        )
-        prepared.append(rows.loaded_message_row(stored))
-    insert = f"INSERT INTO message ({rows.MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-    rates: dict[bool, list[float]] = {False: [], True: []}
-    for repeat, batched in itertools.product(range(RAW_REPEATS), (False, True)):
-        target = path.with_suffix(f".{'batched' if batched else 'rows'}-{repeat}.sqlite")
-        db = sqlite3.connect(target, isolation_level=None)
+        index = None if m.step else indexes.setdefault(m.thread, 0)
+        if index is not None:
+            indexes[m.thread] += 1
+        out.append(rows.loaded_message_row(
+            Stored(message=m, seq=seq, index=index, weight=weight(m, encoding))
+        ))  # fmt: skip
+    return out
+
+
+INSERT = f"INSERT INTO message ({rows.MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+
+
+async def _schema(where: str) -> None:
+    """The plugin's schema, on a fresh database."""
+    store = open_store(where)
+    await store.open()
+    await store.close()
+
+
+async def raw_rate(prepared: Sequence[tuple[Any, ...]], path: Path) -> float:
+    """Rows per second inserted by aiosqlite, one autocommit INSERT each, into the schema."""
+    await _schema(str(path))
+    async with aiosqlite.connect(path, isolation_level=None) as db:
         for pragma in PRAGMAS:
-            db.execute(f"PRAGMA {pragma}")
-        for statement in rows.statements("message.sql"):
-            db.execute(statement)
+            await db.execute(f"PRAGMA {pragma}")
         started = time.perf_counter()
-        if batched:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany(insert, prepared)
-            db.execute("COMMIT")
-        else:
-            for row in prepared:
-                db.execute("BEGIN IMMEDIATE")
-                db.execute(insert, row)
-                db.execute("COMMIT")
-        rates[batched].append(len(prepared) / (time.perf_counter() - started))
-        db.close()
-    return statistics.median(rates[False]), statistics.median(rates[True])
+        for row in prepared:
+            await db.execute(INSERT, row)
+        return len(prepared) / (time.perf_counter() - started)
+
+
+async def batched_rate(prepared: Sequence[tuple[Any, ...]], path: Path) -> float:
+    """Rows per second inserted in one transaction into the schema (for scale)."""
+    await _schema(str(path))
+    db = sqlite3.connect(path, isolation_level=None)
+    for pragma in PRAGMAS:
+        db.execute(f"PRAGMA {pragma}")
+    started = time.perf_counter()
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany(INSERT, prepared)
+    db.execute("COMMIT")
+    rate = len(prepared) / (time.perf_counter() - started)
+    db.close()
+    return rate
 
 
 async def throughput(messages: Sequence[Message], folder: Path, *, threads: int) -> Throughput:
+    """The plugin and raw inserts on SQLite, taking turns on fresh files (medians)."""
     dealt = spread(messages, threads)
-    plugin = await plugin_rate(dealt, folder / f"plugin-{threads}.sqlite")
-    raw, batched = raw_rates(dealt, folder / f"raw-{threads}.sqlite")
+    prepared = placed(dealt)
+    plugin, raw = [], []
+    for k in range(RAW_REPEATS):
+        plugin.append(await plugin_rate(dealt, folder / f"plugin-{threads}-{k}.sqlite"))
+        raw.append(await raw_rate(prepared, folder / f"raw-{threads}-{k}.sqlite"))
     return Throughput(
-        messages=len(dealt), threads=threads, plugin=plugin, raw=raw, raw_batched=batched
-    )
+        messages=len(dealt), threads=threads, plugin=statistics.median(plugin),
+        raw=statistics.median(raw),
+        raw_batched=await batched_rate(prepared, folder / f"batched-{threads}.sqlite"),
+    )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def postgres_schema(server: str) -> AsyncIterator[str]:
+    """A URL whose `search_path` is a new schema of `server`, dropped afterwards."""
+    import asyncpg
+
+    name = f"bench_{uuid.uuid4().hex[:12]}"
+    db = await asyncpg.connect(server)
+    try:
+        await db.execute(f"CREATE SCHEMA {name}")
+        try:
+            yield f"{server}{'&' if '?' in server else '?'}search_path={name}"
+        finally:
+            await db.execute(f"DROP SCHEMA {name} CASCADE")
+    finally:
+        await db.close()
+
+
+async def postgres_raw_rate(prepared: Sequence[tuple[Any, ...]], url: str) -> tuple[float, float]:
+    """Rows per second inserted by asyncpg into the schema: one autocommit INSERT each, and
+    all in one transaction."""
+    import asyncpg
+
+    await _schema(url)
+    insert = rows.numbered(INSERT)
+    db = await asyncpg.connect(url)
+    try:
+        started = time.perf_counter()
+        half = len(prepared) // 2
+        for row in prepared[:half]:
+            await db.execute(insert, *row)
+        one = half / (time.perf_counter() - started)
+        started = time.perf_counter()
+        async with db.transaction():
+            await db.executemany(insert, prepared[half:])
+        return one, (len(prepared) - half) / (time.perf_counter() - started)
+    finally:
+        await db.close()
+
+
+async def postgres_throughput(
+    messages: Sequence[Message], server: str, *, threads: int
+) -> Throughput:
+    """The plugin and raw inserts on PostgreSQL, taking turns on fresh schemas (medians)."""
+    dealt = spread(messages, threads)
+    prepared = placed(dealt)
+    plugin, raw, batched = [], [], []
+    for _ in range(RAW_REPEATS):
+        async with postgres_schema(server) as url:
+            plugin.append(await plugin_rate(dealt, url))
+        async with postgres_schema(server) as url:
+            one, many = await postgres_raw_rate(prepared, url)
+            raw.append(one)
+            batched.append(many)
+    return Throughput(
+        messages=len(dealt), threads=threads, plugin=statistics.median(plugin),
+        raw=statistics.median(raw), raw_batched=statistics.median(batched), store="postgresql",
+    )  # fmt: skip
 
 
 async def fill(messages: Sequence[Message], path: Path) -> None:
@@ -216,27 +308,28 @@ async def view_times(
     slows them alike."""
     async with contextlib.AsyncExitStack() as stack:
         opened = []
+        thread = messages[0].thread
         for size in sizes:
             path = folder / f"view-{size}.sqlite"
             await fill(messages[:size], path)
             history = await stack.enter_async_context(History(settings(), store=path))
-            await chat_history_prompt(history, messages[0].thread)  # warm the connection
+            await view(history, thread, agent=AGENT)  # warm the connection
             opened.append(history)
         times: list[list[float]] = [[] for _ in sizes]
         for _ in range(repeats):
             for history, spent in zip(opened, times, strict=True):
                 started = time.perf_counter()
-                await chat_history_prompt(history, messages[0].thread)
+                await view(history, thread, agent=AGENT)
                 spent.append(time.perf_counter() - started)
         views = []
         for size, history, spent in zip(sizes, opened, times, strict=True):
-            prompt = await chat_history_prompt(history, messages[0].thread)
-            outline = await history.outline(messages[0].thread)
+            prompt = prompt_text(await view(history, thread, agent=AGENT))
+            outline = await history.outline(thread)
             views.append(
                 ViewTime(
                     messages=size,
                     seconds=statistics.median(spent),
-                    tokens=Meter().measure(prompt, 0).tokens,
+                    tokens=count(prompt),
                     lines=len(outline.lines) if outline else 0,
                 )
             )

@@ -24,7 +24,7 @@ from history.settings import HistorySettings
 from .cache import Prompt, count
 from .corpora import Conversation, Fact
 from .fakes import Behaviour, CompressingSummarizer, Compressor, Usage
-from .view import Memo, chat_history_prompt, search_finds
+from .view import chat_history_prompt, search_finds
 
 log = logging.getLogger(__name__)
 
@@ -120,12 +120,14 @@ DEFAULT_BUDGET = 80_000
 
 def chat_history_settings(budget: int) -> HistorySettings:
     """chat-outline's default budgets scaled to `budget`: the tail grows to 3/5 of it and is
-    cut to 1/5; the outline (in bytes, about four to a token) takes at most the other 2/5."""
+    cut to 1/5; the outline (in bytes, about four to a token) takes at most the other 2/5; the
+    messages kept whole (`kept`) scale alike, at least one."""
     defaults = HistorySettings(summarizer="echo")
     tail, outline = defaults.tail, defaults.outline
     return defaults.with_changes(
         tail=(tail[0] * budget // DEFAULT_BUDGET, tail[1] * budget // DEFAULT_BUDGET),
         outline=(outline[0] * budget // DEFAULT_BUDGET, outline[1] * budget // DEFAULT_BUDGET),
+        kept=max(1, round(defaults.kept * budget / DEFAULT_BUDGET)),
     )
 
 
@@ -137,15 +139,16 @@ class ChatHistory:
         self.compressor = Compressor(setup.behaviour)
         self.usage = self.compressor.usage
         self.thread = setup.conversation.thread
+        self.agent = setup.conversation.agent
         self.history = History(
             self.settings,
             store=":memory:",
             model=CompressingSummarizer(self.compressor, limit=self.settings.line),
             pause=0.0,
         )
-        self.memo = Memo()
         self.kind: str | None = None
         self.lines: list[tuple[int, int]] = []
+        self.blocks: tuple[str, ...] = ()
 
     async def start(self) -> None:
         await self.history.__aenter__()
@@ -162,7 +165,13 @@ class ChatHistory:
         if self.kind == "cut" and outline and outline.tokens > self.settings.tail[0]:
             self.kind = "cut short"  # the newest `kept` messages alone outweigh the tail
         self.lines = lines
-        return await chat_history_prompt(self.history, self.thread, self.memo)
+        prompt = await chat_history_prompt(self.history, self.thread, agent=self.agent)
+        if self.kind == "grow" and prompt.blocks[: len(self.blocks)] != self.blocks:
+            # The view changed what it sent before: a tool call goes as text until its
+            # result comes, then as a call.
+            self.kind = "break"
+        self.blocks = prompt.blocks
+        return prompt
 
     async def found(self, facts: tuple[Fact, ...]) -> float | None:
         hits = [await search_finds(self.history, self.thread, f.cue, f.value) for f in facts]

@@ -71,6 +71,8 @@ def _answer(rng: random.Random) -> str:
 
 
 def _tool_steps(rng: random.Random) -> list[tuple[str, str, str]]:
+    """A tool call and its result, both the assistant's steps (its private messages), in the
+    JSON the pydantic-ai hook records (`history.steps`)."""
     tool = rng.choice(TOOLS)
     args = {"system": rng.choice(SYSTEMS), "since": f"2026-01-{rng.randint(1, 28):02d}"}
     rows = [
@@ -82,9 +84,14 @@ def _tool_steps(rng: random.Random) -> list[tuple[str, str, str]]:
         }
         for _ in range(rng.randint(3, 30))
     ]
+    call = f"call-{rng.randrange(16**8):08x}"
     return [
-        ("assistant", "tool", f"{tool}({json.dumps(args)})"),
-        ("tool", "assistant", json.dumps(rows)),
+        ("assistant", "", json.dumps({"tool_calls": [{"id": call, "name": tool, "args": args}]})),
+        (
+            "assistant",
+            "",
+            json.dumps({"tool_returns": [{"id": call, "name": tool, "content": rows}]}),
+        ),
     ]
 
 
