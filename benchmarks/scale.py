@@ -135,7 +135,7 @@ async def run(
 ) -> Scale:
     """Both ingests, the reads of the one-thread one, and the peak memory of this process."""
     started = time.perf_counter()
-    corpus = synthetic_corpus(messages).conversations[0].messages
+    corpus = synthetic_corpus(messages).conversations[0].messages[:messages]
     one, reads = await ingest(
         corpus, folder / "one.sqlite", threads=1, slice=slice, checkpoints=checkpoints
     )
