@@ -1,5 +1,5 @@
-"""`python -m benchmarks [--out DIR] [--quick] [--scale] [--postgres URL] [--jsonl FILE ...]`:
-run, report, plot."""
+"""`python -m benchmarks [--out DIR] [--quick] [--only retrieval | --scale] [--postgres URL]
+[--jsonl FILE ...]`: run, report, plot."""
 
 from __future__ import annotations
 

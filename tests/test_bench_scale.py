@@ -1,0 +1,37 @@
+"""The benchmark's scale run, small: its slices, its reads at each checkpoint, and its report.
+
+The figures themselves are the benchmark's (`python -m benchmarks --scale`); here only that the
+run measures what it says, and that the report and its target show it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks import scale, targets
+from benchmarks.config import QUICK
+from benchmarks.report import Results, render
+
+
+@pytest.mark.anyio
+async def test_a_small_scale_run_times_every_slice_and_reads_at_each_checkpoint(
+    tmp_path: Path,
+) -> None:
+    done = await scale.run(120, threads=4, slice=40, checkpoints=(20, 120), folder=tmp_path)
+
+    one, many = done.ingests
+    assert (one.threads, many.threads) == (1, 4)
+    assert all(i.messages == 120 and len(i.rates) == 3 for i in done.ingests)
+    assert all(rate > 0 for i in done.ingests for rate in i.rates)
+    assert [r.messages for r in done.reads] == [20, 120]
+    assert all(r.view > 0 and r.zoom > 0 and r.search > 0 for r in done.reads)
+    assert done.peak_mib > 0
+
+    verdict = targets.ingest_flat(done)
+    assert verdict.met == all(i.growth <= 1.3 for i in done.ingests)
+    report = render(Results(config=QUICK, command="test", corpora=(), skipped={}, runs=(),
+                            scale=done, targets=[verdict]))  # fmt: skip
+    assert "### The scale run" in report and verdict.goal in report
+    assert "| 120 | " in report  # the reads at the last checkpoint
