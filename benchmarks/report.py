@@ -338,16 +338,22 @@ def _scale(scale: Scale) -> list[str]:
         f"{one.messages:,} synthetic messages handed over {one.slice:,} at a time (each slice "
         "waited for until processed), into one thread and dealt over "
         + " and ".join(f"{i.threads:,}" for i in scale.ingests if i.threads > 1)
-        + " threads; defaults, the offline `scripted` summarizer, a SQLite file. Messages per "
-        f"second of each slice ({scale.seconds:.0f} s in all):",
+        + " threads; defaults, the offline `scripted` summarizer, a SQLite file. For each slice, "
+        "the milliseconds of the process's CPU time a message (its threads, aiosqlite's "
+        "included), then messages per second by the wall clock, which follows whatever else "
+        f"the machine runs ({scale.seconds:.0f} s in all):",
         "",
     ]
     slices = max(len(i.rates) for i in scale.ingests)
     out += _table(
-        ["threads", *(f"{(k + 1) * one.slice:,}" for k in range(slices)), "last / first"],
+        ["threads", "", *(f"{(k + 1) * one.slice:,}" for k in range(slices)), "last / first"],
         [
-            [f"{i.threads:,}", *(f"{r:,.0f}" for r in i.rates), f"{i.growth:.2f}x"]
+            row
             for i in scale.ingests
+            for row in (
+                [f"{i.threads:,}", "CPU ms", *(f"{c:.2f}" for c in i.cpu), f"{i.growth:.2f}x"],
+                ["", "msg/s", *(f"{r:,.0f}" for r in i.rates), f"{i.wall_growth:.2f}x"],
+            )
         ],
     )
     if scale.reads:

@@ -2,8 +2,9 @@
 
 - Ingest rate: messages through `message_created` and processing, per slice of `slice` messages
   (the slice's messages handed over, then waited for), into one thread and dealt over `threads`
-  threads. A flat rate means storing and processing the millionth message of a thread costs
-  what the hundredth does.
+  threads: by the wall clock, and in this process's CPU time per message, which other work on
+  the machine does not inflate. A flat cost means storing and processing the millionth message
+  of a thread costs what the hundredth does.
 - Reads at checkpoints of the one-thread run (1k, 10k, 100k messages): `view()` (the prompt an
   agent is sent, built by the plugin itself), `zoom` into the outline's first line, and
   `search` for a word, each the median of `repeats`.
@@ -48,11 +49,19 @@ class Ingest:
     messages: int
     slice: int
     rates: tuple[float, ...]
-    """Messages per second of each slice, in order."""
+    """Messages per second of each slice, in order (wall clock)."""
+    cpu: tuple[float, ...]
+    """Milliseconds of this process's CPU time per message of each slice (all its threads):
+    what the plugin spent, whatever else the machine was running."""
 
     @property
     def growth(self) -> float:
-        """How much longer the last slice took than the first (1.0: flat)."""
+        """How much more CPU time a message of the last slice took than one of the first."""
+        return self.cpu[-1] / self.cpu[0]
+
+    @property
+    def wall_growth(self) -> float:
+        """How much longer the last slice took than the first, by the wall clock."""
         return self.rates[0] / self.rates[-1]
 
 
@@ -111,23 +120,31 @@ async def ingest(
     """Hand `messages` over a slice at a time, each waited for; at each checkpoint (a count of
     messages handed over) the first thread's reads are timed, off the slice's clock."""
     dealt = spread(messages, threads)
-    rates, reads = [], []
+    rates, cpu, reads = [], [], []
     async with History(settings(), store=path) as history:
         for start in range(0, len(dealt), slice):
             stops = [p for p in checkpoints if start < p < start + slice] + [start + slice]
-            spent, done = 0.0, start
+            spent, used, done = 0.0, 0.0, start
             for stop in stops:
-                began = time.perf_counter()
+                began, busy = time.perf_counter(), time.process_time()
                 for m in dealt[done:stop]:
                     await history.message_created(m)
                 await history.wait()
                 spent += time.perf_counter() - began
+                used += time.process_time() - busy
                 done = min(stop, len(dealt))
                 if done in checkpoints:
                     reads.append(await _reads(history, dealt[0].thread, done, repeats))
             rates.append((done - start) / spent)
-            log.info("%d thread(s): %d messages, %.0f/s", threads, done, rates[-1])
-    return Ingest(threads=threads, messages=len(dealt), slice=slice, rates=tuple(rates)), reads
+            cpu.append(used * 1000 / (done - start))
+            log.info(
+                "%d thread(s): %d messages, %.0f/s, %.2f ms CPU each", threads, done, rates[-1],
+                cpu[-1],
+            )  # fmt: skip
+    ingested = Ingest(
+        threads=threads, messages=len(dealt), slice=slice, rates=tuple(rates), cpu=tuple(cpu)
+    )
+    return ingested, reads
 
 
 async def run(
@@ -167,7 +184,10 @@ def in_process(
 def load(path: Path) -> Scale:
     data = json.loads(path.read_text(encoding="utf-8"))
     return Scale(
-        ingests=tuple(Ingest(**{**i, "rates": tuple(i["rates"])}) for i in data["ingests"]),
+        ingests=tuple(
+            Ingest(**{**i, "rates": tuple(i["rates"]), "cpu": tuple(i["cpu"])})
+            for i in data["ingests"]
+        ),
         reads=tuple(Reads(**r) for r in data["reads"]),
         peak_mib=data["peak_mib"],
         seconds=data["seconds"],

@@ -25,6 +25,7 @@ async def test_a_small_scale_run_times_every_slice_and_reads_at_each_checkpoint(
     assert (one.threads, many.threads) == (1, 4)
     assert all(i.messages == 120 and len(i.rates) == 3 for i in done.ingests)
     assert all(rate > 0 for i in done.ingests for rate in i.rates)
+    assert all(len(i.cpu) == 3 and min(i.cpu) > 0 for i in done.ingests)
     assert [r.messages for r in done.reads] == [20, 120]
     assert all(r.view > 0 and r.zoom > 0 and r.search > 0 for r in done.reads)
     assert done.peak_mib > 0
