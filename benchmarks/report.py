@@ -89,8 +89,9 @@ def render(results: Results) -> str:
             out.append(f"- **{t.goal}**: {t.why if t.why not in said else 'as above.'}")
             said.add(t.why)
         out.append("")
-    if not results.runs:  # the retrieval benchmark alone
-        return "\n".join(out + _retrieval(results))
+    if not results.runs:  # one benchmark run alone
+        alone = _scale(results.scale) if results.scale is not None else _retrieval(results)
+        return "\n".join(out + alone)
 
     out += [
         "## How it is measured",
