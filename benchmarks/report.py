@@ -359,8 +359,8 @@ def _scale(scale: Scale) -> list[str]:
     )
     if scale.reads:
         out += [
-            "Reads in the one thread as it grew (median of five, ms): `view()` for its agent, "
-            "`zoom` into the outline's first line, `search` for two common words.",
+            "Reads in the one thread as it grew (median CPU time of five, ms): `view()` for its "
+            "agent, `zoom` into the outline's first line, `search` for two common words.",
             "",
         ]
         rows = [
