@@ -119,7 +119,7 @@ def placed(messages: Sequence[Message]) -> list[tuple[Any, ...]]:
     return out
 
 
-INSERT = f"INSERT INTO message ({rows.MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+INSERT = rows.insert("message", rows.MESSAGE_COLUMNS)
 
 
 async def _schema(where: str) -> None:
@@ -238,7 +238,7 @@ async def fill(messages: Sequence[Message], path: Path) -> None:
     store = SQLiteStore(str(path))
     await store.open()  # the schema
     await store.close()
-    nodes_by_key: dict[tuple[int, int], Summary] = {}
+    nodes_by_key: dict[tuple[str, int, int], Summary] = {}
     by_id: dict[str, Stored] = {}
     state = Outline(
         thread=thread, epoch="", version=0, lines=[], bytes=0, boundary=0, since=None,
@@ -246,8 +246,8 @@ async def fill(messages: Sequence[Message], path: Path) -> None:
     )  # fmt: skip
     model = Scripted()
 
-    async def read_node(level: int, index: int) -> Summary | None:
-        return nodes_by_key.get((level, index))
+    async def read_node(agent: str, level: int, index: int) -> Summary | None:
+        return nodes_by_key.get((agent, level, index))
 
     async def read_message(id: str) -> Stored | None:
         return by_id.get(id)
@@ -257,28 +257,32 @@ async def fill(messages: Sequence[Message], path: Path) -> None:
         return ask.line
 
     index = 0
+    steps: dict[str, int] = {}
     for seq, m in enumerate(messages):
         stored = Stored(
-            message=m, seq=seq, index=None if m.step else index, weight=weight(m, config.encoding)
-        )
+            message=m, seq=seq, index=None if m.step else index, weight=weight(m, config.encoding),
+            step_index=steps.get(m.author, 0) if m.step else None,
+        )  # fmt: skip
         index += not m.step
+        if m.step:
+            steps[m.author] = steps.get(m.author, 0) + 1
         by_id[m.id] = stored
         nodes = Nodes(thread, read_node)
         await compact(state, stored, nodes, write_line, read_message, config)
-        nodes_by_key.update(((n.level, n.index), n) for n in nodes.written)
+        nodes_by_key.update(((n.agent, n.level, n.index), n) for n in nodes.written)
 
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("BEGIN IMMEDIATE")
     db.executemany(
-        f"INSERT INTO message ({rows.MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        rows.insert("message", rows.MESSAGE_COLUMNS),
         [rows.loaded_message_row(s) for s in by_id.values()],
     )
     db.executemany(
-        f"INSERT INTO summary ({rows.SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+        rows.insert("summary", rows.SUMMARY_COLUMNS),
         [rows.summary_row(n) for n in nodes_by_key.values()],
     )
     db.execute(
-        f"INSERT INTO outline ({rows.OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        rows.insert("outline", rows.OUTLINE_COLUMNS),
         rows.new_outline_row(thread),
     )
     assignments, values = rows.outline_update(state, lines_changed=True)

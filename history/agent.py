@@ -144,17 +144,18 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
     def get_toolset(self) -> AbstractToolset[AgentDepsT] | None:
         if not self.tools:
             return None
-        history, thread = self.history, self.thread
+        history, thread, agent = self.history, self.thread, self.agent
 
         async def zoom_tool(label: str, page: int = 1) -> str:
-            """Open a line of the outline: its two lines, or a single message whole.
+            """Open a line of the outline: its two lines, or a single message or step whole.
 
             Args:
-                label: the label before a line's `|`, like `0+8` or `12+1`.
+                label: the label before a line's `|`, like `0+8`, `12+1`, or `s4+2` for a line
+                    of your own steps.
                 page: the page of a long message, from 1.
             """
             try:
-                return (await zoom(history, thread, label, page=page)).text
+                return (await zoom(history, thread, label, agent=agent, page=page)).text
             except NotFoundError as exc:
                 raise ModelRetry(str(exc)) from exc
 

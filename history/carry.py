@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated, Any, Literal, TextIO
 
@@ -28,7 +28,19 @@ from pydantic import (
     model_serializer,
 )
 
-from .contract import About, File, Message, Outline, Stored, Summary, TailItem, format_at, parse_at
+from .contract import (
+    About,
+    Entry,
+    File,
+    Message,
+    Outline,
+    StepOutline,
+    Stored,
+    Summary,
+    TailItem,
+    format_at,
+    parse_at,
+)
 from .errors import ConflictError, InputError, NotFoundError
 from .lines import size
 from .store import Store
@@ -36,7 +48,9 @@ from .store.consistency import LARGEST, TOP_LEVEL
 from .store.records import Call, Loaded, ThreadRecords
 from .summarizer import Ask
 
-FORMAT = 1
+FORMAT = 2
+FORMATS = (1, 2)
+"""Format 2 adds step trees (SPEC version 2); a format 1 export loads as it is."""
 
 
 Count = Annotated[int, Field(ge=0, le=LARGEST)]
@@ -81,11 +95,13 @@ class MessageLine(_Line):
     step: bool
     files: list[FileLine]
     weight: Count
+    step_index: Annotated[int, Field(ge=0, le=LARGEST)] | None = None
 
 
 class SummaryLine(_Line):
     kind: Literal["summary"] = "summary"
     thread: str
+    agent: str = ""
     level: Level
     index: Count
     text: str
@@ -109,11 +125,21 @@ class OutlineLine(_Line):
     tokens: Count
     draining: bool
     position: Annotated[int, Field(ge=-1, le=LARGEST)]
+    floor: Count = 0
+    steps: dict[str, StepOutlineLine] = Field(default_factory=dict)
+
+
+class StepOutlineLine(_Line):
+    lines: list[tuple[Level, Count, Count, str]]
+    bytes: Count
+    boundary: Count
+    draining: bool
 
 
 class CallLine(_Line):
     kind: Literal["call"] = "call"
     thread: str
+    agent: str = ""
     n: Count
     model: str
     level: Level
@@ -182,8 +208,8 @@ def record_lines(records: ThreadRecords) -> list[Record]:
     out += [_message_line(s) for s in records.messages]
     out += [
         SummaryLine(
-            thread=n.thread, level=n.level, index=n.index, text=n.text, bytes=n.bytes,
-            message=n.message, at=format_at(n.at),
+            thread=n.thread, agent=n.agent, level=n.level, index=n.index, text=n.text,
+            bytes=n.bytes, message=n.message, at=format_at(n.at),
         )
         for n in records.summaries
     ]  # fmt: skip
@@ -191,7 +217,8 @@ def record_lines(records: ThreadRecords) -> list[Record]:
         out.append(_outline_line(records.outline))
     out += [
         CallLine(
-            thread=c.ask.thread, n=c.n, model=c.model, level=c.ask.level, index=c.ask.index,
+            thread=c.ask.thread, agent=c.ask.agent, n=c.n, model=c.model, level=c.ask.level,
+            index=c.ask.index,
             prompts=list(c.ask.prompts), answers=list(c.ask.answers), line=c.ask.line,
             outcome=c.ask.outcome, input_tokens=c.ask.input_tokens,
             output_tokens=c.ask.output_tokens,
@@ -240,18 +267,34 @@ class _Group:
         return ThreadRecords(
             thread=thread,
             about=self.about,
-            messages=tuple(sorted(self.messages, key=lambda s: s.seq)),
-            summaries=tuple(sorted(self.summaries, key=lambda n: (n.level, n.index))),
+            messages=_numbered(sorted(self.messages, key=lambda s: s.seq)),
+            summaries=tuple(sorted(self.summaries, key=lambda n: (n.agent, n.level, n.index))),
             outline=self.outline,
             calls=tuple(sorted(self.calls, key=lambda c: c.n)),
         )
 
 
+def _numbered(messages: list[Stored]) -> tuple[Stored, ...]:
+    """Messages with each step's step index, numbered as the store numbers them where a
+    record carries none (an export of format 1, written before step trees)."""
+    counts: dict[str, int] = {}
+    out = []
+    for s in messages:
+        if s.message.step:
+            index = counts.get(s.message.author, 0) if s.step_index is None else s.step_index
+            s = replace(s, step_index=index)
+            counts[s.message.author] = index + 1
+        out.append(s)
+    return tuple(out)
+
+
 def _add(groups: dict[str, _Group], record: Record) -> None:
     match record:
         case HeaderLine(format=version):
-            if version != FORMAT:
-                raise InputError(f"export format {version!r} is not {FORMAT}", field="format")
+            if version not in FORMATS:
+                raise InputError(
+                    f"export format {version!r} is not one of {FORMATS}", field="format"
+                )
         case ThreadLine():
             if record.settings is not None:
                 _check_settings(record.settings)
@@ -269,9 +312,9 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
                 )
             groups[record.thread].summaries.append(
                 Summary(
-                    thread=record.thread, level=record.level, index=record.index,
-                    text=record.text, bytes=record.bytes, message=record.message,
-                    at=parse_at(record.at),
+                    thread=record.thread, agent=record.agent, level=record.level,
+                    index=record.index, text=record.text, bytes=record.bytes,
+                    message=record.message, at=parse_at(record.at),
                 )
             )  # fmt: skip
         case OutlineLine():
@@ -279,8 +322,9 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
             group.outline = _furthest(group.outline, _outline(record))
         case CallLine():
             ask = Ask(
-                thread=record.thread, level=record.level, index=record.index,
-                prompts=tuple(record.prompts), answers=tuple(record.answers), line=record.line,
+                thread=record.thread, agent=record.agent, level=record.level,
+                index=record.index, prompts=tuple(record.prompts),
+                answers=tuple(record.answers), line=record.line,
                 input_tokens=record.input_tokens, output_tokens=record.output_tokens,
                 outcome=record.outcome,
             )  # fmt: skip
@@ -315,7 +359,7 @@ def _message_line(s: Stored) -> MessageLine:
         id=m.id, thread=m.thread, seq=s.seq, index=s.index, author=m.author, to=m.to,
         text=m.text, at=format_at(m.at), step=m.step,
         files=[FileLine(name=f.name, mime=f.mime, size=f.size, url=f.url) for f in m.files],
-        weight=s.weight,
+        weight=s.weight, step_index=s.step_index,
     )  # fmt: skip
 
 
@@ -333,7 +377,15 @@ def _stored(line: MessageLine) -> Stored:
             f"step {line.step!r} with index {line.index!r}",
             field="index",
         )
-    return Stored(message=message, seq=line.seq, index=line.index, weight=line.weight)
+    if line.step_index is not None and not line.step:
+        raise InputError(
+            f"message {line.id!r}: a shared message has no step index, got {line.step_index!r}",
+            field="step_index",
+        )
+    return Stored(
+        message=message, seq=line.seq, index=line.index, weight=line.weight,
+        step_index=line.step_index,
+    )  # fmt: skip
 
 
 def _outline_line(o: Outline) -> OutlineLine:
@@ -342,12 +394,27 @@ def _outline_line(o: Outline) -> OutlineLine:
 
     return OutlineLine(
         thread=o.thread,
-        lines=[(level, index, by, format_at(when)) for level, index, by, when in o.lines],
+        lines=_lines_out(o.lines),
         bytes=o.bytes, boundary=o.boundary, since=at(o.since), cut_at=at(o.cut_at),
         gone=at(o.gone),
         tail=[(t.id, t.weight, format_at(t.at), t.step, t.seq) for t in o.tail],
-        tokens=o.tokens, draining=o.draining, position=o.position,
+        tokens=o.tokens, draining=o.draining, position=o.position, floor=o.floor,
+        steps={
+            agent: StepOutlineLine(
+                lines=_lines_out(steps.lines), bytes=steps.bytes, boundary=steps.boundary,
+                draining=steps.draining,
+            )
+            for agent, steps in sorted(o.steps.items())
+        },
     )  # fmt: skip
+
+
+def _lines_out(lines: list[Entry]) -> list[tuple[int, int, int, str]]:
+    return [(level, index, by, format_at(when)) for level, index, by, when in lines]
+
+
+def _lines_in(lines: list[tuple[int, int, int, str]]) -> list[Entry]:
+    return [(level, index, by, parse_at(when)) for level, index, by, when in lines]
 
 
 def _outline(line: OutlineLine) -> Outline:
@@ -358,12 +425,18 @@ def _outline(line: OutlineLine) -> Outline:
         thread=line.thread,
         epoch="",  # per store: a load gives the thread a fresh epoch
         version=0,
-        lines=[(level, index, by, parse_at(when)) for level, index, by, when in line.lines],
+        lines=_lines_in(line.lines),
         bytes=line.bytes, boundary=line.boundary, since=at(line.since), cut_at=at(line.cut_at),
         gone=at(line.gone),
         tail=deque(
             TailItem(id=id, weight=weight, at=parse_at(when), step=step, seq=seq)
             for id, weight, when, step, seq in line.tail
         ),
-        tokens=line.tokens, draining=line.draining, position=line.position,
+        tokens=line.tokens, draining=line.draining, position=line.position, floor=line.floor,
+        steps={
+            agent: StepOutline(
+                lines=_lines_in(o.lines), bytes=o.bytes, boundary=o.boundary, draining=o.draining
+            )
+            for agent, o in line.steps.items()
+        },
     )  # fmt: skip

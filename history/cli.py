@@ -13,7 +13,7 @@ import anyio
 
 from . import __version__
 from .errors import ConfigurationError, HistoryError
-from .options import Parser, db_option, store_of
+from .options import Parser, db_option, given_budgets, store_of
 from .options import budgets as _budgets
 
 if TYPE_CHECKING:
@@ -44,13 +44,11 @@ def parser() -> argparse.ArgumentParser:
 def settings_of(args: argparse.Namespace) -> HistorySettings:
     from .settings import settings_from_env
 
-    return settings_from_env(
-        summarizer=args.summarizer,
-        line=args.line,
-        tail=args.tail,
-        outline=args.outline,
-        kept=args.kept,
-    )
+    given = given_budgets(args)
+    settings = settings_from_env(**given)
+    # `--steps none` is an explicit None, which reading the environment takes as not given.
+    no_steps = "steps" in given and given["steps"] is None
+    return settings.with_changes(steps=None) if no_steps else settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:

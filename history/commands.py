@@ -98,6 +98,9 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     zoom.add_argument("thread")
     zoom.add_argument("label", help="a node's label, such as 0+8, or a message's, such as 12+1")
     zoom.add_argument("--page", type=positive, default=1, help="the page of a long message (1)")
+    zoom.add_argument(
+        "--agent", default="", help="whose step tree a step label (s4+2) opens: that agent's"
+    )
     db(zoom)
     json_option(zoom)
 
@@ -390,7 +393,9 @@ async def _read_side(args: argparse.Namespace) -> int:
             )
             await print_prompt(history, thread, agent=agent, as_json=args.json, model=args.model)
         elif args.command == "zoom":
-            opened = await zoom(history, thread, args.label, page=args.page)
+            opened = await zoom(
+                history, thread, args.label, agent=args.agent or None, page=args.page
+            )
             if args.json:
                 print_json({
                     "thread": thread, "label": opened.label, "level": opened.level,

@@ -143,7 +143,8 @@ Entry = tuple[int, int, int, datetime]
 
 @dataclass(frozen=True, kw_only=True)
 class Summary:
-    """A node of the tree: the line at `level`, `index`, over `2**level` shared messages."""
+    """A node of a tree: the line at `level`, `index`, over `2**level` shared messages, or over
+    `2**level` of one agent's steps in that agent's step tree."""
 
     thread: str
     level: int
@@ -154,11 +155,21 @@ class Summary:
     """Level 0: the id of the message it summarizes."""
     at: datetime
     """The newest `at` among the messages it covers."""
+    agent: str = ""
+    """`""` for the shared tree; the agent whose step tree holds it otherwise."""
 
     @property
     def label(self) -> str:
+        """`"{first}+{count}"`; `"s{first}+{count}"` for a node of a step tree."""
         span = 2**self.level
-        return f"{self.index * span}+{span}"
+        return f"{'s' if self.agent else ''}{self.index * span}+{span}"
+
+    @property
+    def id(self) -> str:
+        """`"{thread}:{level}:{index}"`; `"{thread}:{agent}:s{level}:{index}"` in a step tree."""
+        if self.agent:
+            return f"{self.thread}:{self.agent}:s{self.level}:{self.index}"
+        return f"{self.thread}:{self.level}:{self.index}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,6 +240,20 @@ def _wrong(name: str, value: object, expected: str) -> NoReturn:
 
 
 @dataclass(kw_only=True)
+class StepOutline:
+    """One agent's step outline: the lines of its steps that left the tail (SPEC section 6a)."""
+
+    lines: list[Entry] = field(default_factory=list)
+    bytes: int = 0
+    boundary: int = 0
+    """How many of the agent's steps left the tail: the step index of the first still whole."""
+    draining: bool = False
+
+    def copy(self) -> StepOutline:
+        return replace(self, lines=list(self.lines))
+
+
+@dataclass(kw_only=True)
 class Outline:
     """A thread's outline and tail: the state the processor moves forward one message at a time.
 
@@ -252,9 +277,18 @@ class Outline:
     draining: bool
     position: int
     """The seq of the last message processed (-1 before any)."""
+    floor: int = 0
+    """The tokens the tail held after the last message whose cut condition held."""
+    steps: dict[str, StepOutline] = field(default_factory=dict)
+    """Each agent's step outline, for the agents with a step that left the tail."""
 
     def copy(self) -> Outline:
-        return replace(self, lines=list(self.lines), tail=deque(self.tail))
+        return replace(
+            self,
+            lines=list(self.lines),
+            tail=deque(self.tail),
+            steps={agent: o.copy() for agent, o in self.steps.items()},
+        )
 
     @property
     def outlined(self) -> bool:
@@ -271,6 +305,8 @@ class Stored:
     index: int | None
     """Its index among the thread's shared messages; None for a step."""
     weight: int
+    step_index: int | None = None
+    """A step's index among its agent's steps in the thread; None for a shared message."""
 
     def tail_item(self) -> TailItem:
         m = self.message

@@ -34,14 +34,17 @@ def render(m: Message) -> str:
     return f"{_speaker(m)}: {m.text}"
 
 
-def label(level: int, index: int) -> str:
-    """A node's label, `"{first message}+{count}"`."""
+def label(level: int, index: int, *, agent: str = "") -> str:
+    """A node's label, `"{first message}+{count}"`; in a step tree `"s{first step}+{count}"`."""
     span = 2**level
-    return f"{index * span}+{span}"
+    return f"{'s' if agent else ''}{index * span}+{span}"
 
 
-def node_id(thread: str, level: int, index: int) -> str:
-    """A node's id, `"{thread}:{level}:{index}"`."""
+def node_id(thread: str, level: int, index: int, *, agent: str = "") -> str:
+    """A node's id, `"{thread}:{level}:{index}"`; `"{thread}:{agent}:s{level}:{index}"` for a
+    node of `agent`'s step tree."""
+    if agent:
+        return f"{thread}:{agent}:s{level}:{index}"
     return f"{thread}:{level}:{index}"
 
 

@@ -79,8 +79,31 @@ def budgets(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--kept", type=int, help="newest shared messages always kept whole (4)")
     parser.add_argument(
+        "--no-cut-gap",
+        dest="cut_gap",
+        action="store_false",
+        default=None,
+        help="cut whenever the tail is over its maximum (the chapter's rule, SPEC version 1)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=_steps,
+        help="each agent's step outline in bytes MIN,MAX (16000,32000), or none: steps leave "
+        "the tail without a line (SPEC version 1)",
+    )
+    parser.add_argument(
         "--summarizer", help="echo (default), scripted, or a pydantic-ai model name"
     )
+
+
+NO_STEPS = "none"
+"""`--steps none`, kept apart from an option not given (None) until the settings are built."""
+
+
+def _steps(text: str) -> tuple[int, int] | str:
+    if text.strip().lower() == NO_STEPS:
+        return NO_STEPS
+    return pair("--steps")(text)
 
 
 def given_budgets(args: argparse.Namespace) -> dict[str, Any]:
@@ -89,11 +112,14 @@ def given_budgets(args: argparse.Namespace) -> dict[str, Any]:
 
     from .settings import HistorySettings
 
-    return {
+    given = {
         f.name: getattr(args, f.name)
         for f in fields(HistorySettings)
         if getattr(args, f.name, None) is not None
     }
+    if given.get("steps") == NO_STEPS:
+        given["steps"] = None
+    return given
 
 
 def rebuild_option(parser: argparse.ArgumentParser) -> None:

@@ -39,7 +39,7 @@ from .metering import Usage, usage
 from .pins import model_key
 from .processors.compact import process_one
 from .processors.erase import erase
-from .processors.summarize import Nodes
+from .processors.summarize import Nodes, boundaries
 from .processors.weight import encoding, weight
 from .settings import HistorySettings, recorded
 from .store import Store, default_store, open_store
@@ -141,7 +141,7 @@ class History:
         self._wake: dict[str, anyio.Event] = {}
         self._states: dict[str, Outline] = {}
         # What a thread's worker already read: committed nodes, and the tail's messages.
-        self._nodes: dict[str, dict[tuple[int, int], Summary | None]] = {}
+        self._nodes: dict[str, dict[tuple[str, int, int], Summary | None]] = {}
         self._recent: dict[str, dict[str, Stored]] = {}
         self._handed: dict[str, dict[int, Stored]] = {}
         """Rows stored here and not yet processed, by seq: processing takes them from here
@@ -202,6 +202,11 @@ class History:
             raise InputError(f"message_created takes a Message, got {message!r}")
         if native is not None and not isinstance(native, str):
             raise InputError(f"native must be a string or None, got {native!r}", field="native")
+        if message.step and not message.author:
+            raise InputError(
+                f"author must name the agent a step belongs to, got {message.author!r}",
+                field="author",
+            )
         if len(message.text) > LARGE_TEXT:
             cost = await anyio.to_thread.run_sync(weight, message, self.settings.encoding)
         else:
@@ -472,10 +477,10 @@ class History:
                 del known[key]
         nodes = Nodes(
             thread,
-            lambda level, index: self.store.summary(thread, level, index),
-            boundary=state.boundary,
+            lambda agent, level, index: self.store.summary(thread, level, index, agent=agent),
+            boundaries=boundaries(state),
             known=known,
-            read_many=lambda keys: self.store.nodes(thread, keys),
+            read_many=lambda agent, keys: self.store.nodes(thread, keys, agent=agent),
         )
         recent = self._recent.get(thread, {})
 

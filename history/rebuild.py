@@ -26,7 +26,7 @@ from .contract import Outline, Stored
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .pins import Replay, model_key, pinned
 from .processors.compact import process_one
-from .processors.summarize import Nodes
+from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, built_with, recorded
 from .store import Store
 from .store.records import ThreadRecords
@@ -250,8 +250,8 @@ class _Rerun:
         """One message, exactly as the plugin processes it."""
         nodes = Nodes(
             state.thread,
-            lambda level, index: store.summary(state.thread, level, index),
-            boundary=state.boundary,
+            lambda agent, level, index: store.summary(state.thread, level, index, agent=agent),
+            boundaries=boundaries(state),
         )
         done = await process_one(
             store, state, stored, nodes=nodes, read=store.message, ask=self._ask,

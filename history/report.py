@@ -62,6 +62,8 @@ class Snapshot:
     """The tail, then any pending message: what an agent is sent whole."""
     about: About | None = None
     """Its title and the settings it was built with, when the store has them."""
+    steps: tuple[Summary, ...] = ()
+    """The nodes of its agents' step trees (SPEC section 6a)."""
 
     @property
     def figures(self) -> Figures:
@@ -88,7 +90,10 @@ async def snapshot(store: Store, thread: str) -> Snapshot:
     nodes = await store.summaries(thread)
     about = next(iter(await store.about(thread)), None)
     whole = await sent_whole(store, outline)
-    return Snapshot(outline=outline, nodes=tuple(nodes), whole=whole, about=about)
+    return Snapshot(
+        outline=outline, nodes=tuple(n for n in nodes if not n.agent), whole=whole,
+        about=about, steps=tuple(n for n in nodes if n.agent),
+    )  # fmt: skip
 
 
 async def resolve(store: Store, name: str) -> str:
@@ -220,6 +225,32 @@ def outline_table(snap: Snapshot) -> RenderableType:
     return table
 
 
+def step_tables(snap: Snapshot) -> list[RenderableType]:
+    """Each agent's step outline: the lines only that agent is sent for its steps that left."""
+    from rich.table import Table
+
+    nodes = {(n.agent, n.level, n.index): n for n in snap.steps}
+    tables: list[RenderableType] = []
+    for agent, o in sorted(snap.outline.steps.items()):
+        title = (
+            f"{agent}'s step outline: {len(o.lines)} lines, {o.bytes} bytes, for its steps 0 to "
+            f"{o.boundary - 1}"
+        )
+        table = Table(title=title, title_justify="left")
+        table.add_column("node", style="cyan", justify="right", no_wrap=True)
+        table.add_column("bytes", justify="right")
+        table.add_column("until", no_wrap=True)
+        table.add_column("line", overflow="fold")
+        for level, index, size, at in o.lines:
+            node = nodes.get((agent, level, index))
+            table.add_row(
+                label(level, index, agent=agent), str(size), format_at(at)[:16],
+                node.text if node else "?",
+            )  # fmt: skip
+        tables.append(table)
+    return tables
+
+
 def tail_table(snap: Snapshot) -> Table:
     """The messages still whole, oldest first."""
     from rich.table import Table
@@ -251,9 +282,10 @@ def show(snap: Snapshot, *, depth: int | None = None) -> RenderableType:
     from rich.console import Group
     from rich.text import Text
 
+    steps = [part for table in step_tables(snap) for part in (table, Text())]
     return Group(
         tree(snap, depth=depth), Text(), built(snap), Text(), outline_table(snap), Text(),
-        tail_table(snap),
+        *steps, tail_table(snap),
     )  # fmt: skip
 
 
@@ -262,6 +294,7 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
     lines and the messages sent whole."""
     shown = {(level, index) for level, index, _, _ in snap.outline.lines}
     nodes = {(n.level, n.index): n for n in snap.nodes}
+    steps = {(n.agent, n.level, n.index): n for n in snap.steps}
     return {
         "thread": snap.outline.thread,
         "title": snap.figures.title,
@@ -277,6 +310,18 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
              "text": node.text if (node := nodes.get((level, index))) else None}
             for level, index, size, at in snap.outline.lines
         ],
+        "steps": {
+            agent: {
+                "bytes": o.bytes, "boundary": o.boundary,
+                "lines": [
+                    {"label": label(level, index, agent=agent), "bytes": size,
+                     "at": format_at(at), "text": node.text if (node := steps.get(
+                         (agent, level, index))) else None}
+                    for level, index, size, at in o.lines
+                ],
+            }
+            for agent, o in sorted(snap.outline.steps.items())
+        },
         "tail": [
             {"index": s.index, "seq": s.seq, "id": s.message.id, "author": s.message.author,
              "to": s.message.to, "at": format_at(s.message.at), "step": s.message.step,

@@ -33,6 +33,12 @@ class HistorySettings:
     """The newest shared messages that never leave the tail, however much they weigh."""
     tries: int = 3
     """How often one line is asked for before it is cut."""
+    cut_gap: bool = True
+    """After a cut the kept messages stopped above `tail[0]`, wait for the tail to grow by
+    another `tail[1] - tail[0]` before the next (SPEC section 5); False: the chapter's rule."""
+    steps: tuple[int, int] | None = (16_000, 32_000)
+    """Bytes: each agent's step outline grows to the second, then is folded down to the first;
+    None: steps leave the tail without a line (SPEC version 1)."""
     encoding: str = "cl100k_base"
     """The tiktoken encoding that weighs messages."""
     model_settings: ModelSettings | None = field(default=None)
@@ -47,7 +53,11 @@ class HistorySettings:
             _positive(name, getattr(self, name))
         if self.line < 64:
             raise ConfigurationError(f"line must be at least 64 bytes, got {self.line!r}")
-        for name in ("tail", "outline"):
+        if not isinstance(self.cut_gap, bool):
+            raise ConfigurationError(f"cut_gap must be True or False, got {self.cut_gap!r}")
+        for name in ("tail", "outline", "steps"):
+            if name == "steps" and self.steps is None:
+                continue
             low, high = _pair(name, getattr(self, name))
             if low >= high:
                 raise ConfigurationError(
@@ -118,6 +128,11 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **explicit: Any)
         given["tail"] = parse_pair(raw, name=TAIL_VARIABLE)
     given.setdefault("summarizer", "echo")
     return HistorySettings(**given)
+
+
+def parse_steps(text: str) -> tuple[int, int] | None:
+    """Read `--steps`: `"MIN,MAX"`, or the word `none` for steps that leave without a line."""
+    return None if text.strip().lower() == "none" else parse_pair(text, name="steps")
 
 
 def parse_pair(text: str, *, name: str) -> tuple[int, int]:

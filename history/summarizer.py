@@ -45,6 +45,8 @@ class Task:
     """The whole task, as sent."""
     input: str
     """The `<input>` text exactly as placed in the task (after any shortening)."""
+    agent: str = ""
+    """The agent whose step tree the node is in; `""` for the shared tree."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +74,8 @@ class Ask:
     output_tokens: int
     outcome: Literal["fit", "cut", "fallback"]
     """`fit`: an answer fitted; `cut`: no try fitted; `fallback`: the ask kept failing."""
+    agent: str = ""
+    """The agent whose step tree the node is in; `""` for the shared tree."""
 
 
 class Summarizer(Protocol):
@@ -121,6 +125,7 @@ async def write(task: Task, ask: AskFn, *, limit: int, tries: int) -> Ask:
             thread=task.thread,
             level=task.level,
             index=task.index,
+            agent=task.agent,
             prompts=tuple(prompts),
             answers=tuple(answers),
             line=line,
@@ -159,12 +164,14 @@ class Echo:
 
 
 class Scripted:
-    """Offline: answers `S{i}` for message `i` and `S{a}+{2n}` for a merge of `a+n` and `b+n`."""
+    """Offline: answers `S{i}` for message `i` and `S{a}+{2n}` for a merge of `a+n` and `b+n`;
+    `T{j}` and `T{a}+{2n}` for step `j` and for merges in a step tree."""
 
     name = "scripted"
 
     async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
-        return Reply(text=f"S{task.index if task.level == 0 else label(task.level, task.index)}")
+        node = task.index if task.level == 0 else label(task.level, task.index)
+        return Reply(text=f"{'T' if task.agent else 'S'}{node}")
 
 
 class ModelSummarizer:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .contract import Message, Outline, Summary, format_at
+from .contract import Entry, Message, Outline, Summary, format_at
 from .errors import InputError
 from .limits import loads
 from .settings import HistorySettings
@@ -31,8 +31,10 @@ def ask_json(ask: Ask) -> Json:
 
 
 def summary_json(node: Summary) -> Json:
+    agent = {"agent": node.agent} if node.agent else {}
     return {
         "thread": node.thread,
+        **agent,
         "level": node.level,
         "index": node.index,
         "text": node.text,
@@ -48,7 +50,7 @@ def outline_json(o: Outline) -> Json:
 
     return {
         "thread": o.thread,
-        "lines": [[level, index, size, format_at(when)] for level, index, size, when in o.lines],
+        "lines": entries(o.lines),
         "bytes": o.bytes,
         "boundary": o.boundary,
         "since": at(o.since),
@@ -56,7 +58,20 @@ def outline_json(o: Outline) -> Json:
         "tokens": o.tokens,
         "draining": o.draining,
         "tail": [[t.id, t.weight, format_at(t.at), t.step] for t in o.tail],
+        "steps": {
+            agent: {
+                "lines": entries(steps.lines),
+                "bytes": steps.bytes,
+                "boundary": steps.boundary,
+                "draining": steps.draining,
+            }
+            for agent, steps in sorted(o.steps.items())
+        },
     }
+
+
+def entries(lines: Iterable[Entry]) -> list[list[Any]]:
+    return [[level, index, size, format_at(when)] for level, index, size, when in lines]
 
 
 async def snapshot(history: History, asks: Iterable[Ask]) -> Json:
@@ -66,9 +81,11 @@ async def snapshot(history: History, asks: Iterable[Ask]) -> Json:
         outline = await history.store.outline(thread)
         if outline is not None:
             outlines.append(outline_json(outline))
+    nodes = await history.store.summaries()
     return {
         "asks": [ask_json(a) for a in asks],
-        "summaries": [summary_json(s) for s in await history.store.summaries()],
+        "summaries": [summary_json(s) for s in nodes if not s.agent],
+        "steps": [summary_json(s) for s in nodes if s.agent],
         "outlines": outlines,
     }
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import (
@@ -44,7 +44,7 @@ from pydantic_ai.messages import (
 )
 
 from .asking import describe
-from .contract import Hit, Outline, Stored
+from .contract import Entry, Hit, Outline, Stored
 from .errors import ConfigurationError
 from .lines import label, one_line, prefix, render, size
 from .plugin import History
@@ -173,7 +173,7 @@ async def build(
     if outline is None:
         return []
     head: list[ModelMessage] = []
-    outline_parts = await _outline_parts(history, outline, block_lines, since, cache_point)
+    outline_parts = await _outline_parts(history, outline, agent, block_lines, since, cache_point)
     if outline_parts:
         head.append(ModelRequest(parts=outline_parts))
     after = _tail_after(outline)
@@ -277,32 +277,60 @@ async def _natives(
 async def _outline_parts(
     history: History,
     outline: Outline,
+    agent: str | None,
     block_lines: int,
     since: datetime | None,
     cache_point: bool,
 ) -> list[ModelRequestPart]:
-    entries = [e for e in outline.lines if since is None or e[3] >= since]
+    """The shared outline's blocks, then the agent's step outline's (SPEC section 6a).
+
+    A cache point follows the last full block of each outline when a partial block comes after
+    it: the full blocks stay the same until a fold, so the mark keeps hitting while cuts append
+    lines. Another ends the outlines.
+    """
+    steps = outline.steps.get(agent) if agent else None
+    outlines = [await _blocks(history, outline.thread, outline.lines, "", block_lines, since)]
+    if agent and steps is not None:
+        outlines.append(
+            await _blocks(history, outline.thread, steps.lines, agent, block_lines, since)
+        )
+    parts: list[ModelRequestPart] = []
+    for texts, at, partial in outlines:
+        for k, text in enumerate(texts):
+            parts.append(CompactionPart(content=text))
+            if cache_point and partial and k == len(texts) - 2:
+                parts.append(_mark(at))
+    if cache_point and parts:
+        parts.append(_mark(max(at for texts, at, _ in outlines if texts)))
+    return parts
+
+
+async def _blocks(
+    history: History,
+    thread: str,
+    lines: list[Entry],
+    agent: str,
+    block_lines: int,
+    since: datetime | None,
+) -> tuple[list[str], datetime, bool]:
+    """One outline as blocks of `{label}|{text}` lines, the newest `at` it shows, and whether
+    its last block is partial."""
+    entries = [e for e in lines if since is None or e[3] >= since]
     keys = [(level, index) for level, index, _, _ in entries]
-    nodes = await history.store.nodes(outline.thread, keys)
+    nodes = await history.store.nodes(thread, keys, agent=agent)
     if len(nodes) < len(keys):  # only if the store lost a node: show what is left
         log.warning(
-            "thread %r: %d outline lines have no node", outline.thread, len(keys) - len(nodes),
-            extra={"chat_thread": outline.thread},
+            "thread %r: %d outline lines have no node", thread, len(keys) - len(nodes),
+            extra={"chat_thread": thread},
         )  # fmt: skip
     texts = [f"{n.label}|{one_line(n.text)}" for n in nodes]
-    if not texts:
-        return []
-    blocks = [texts[k : k + block_lines] for k in range(0, len(texts), block_lines)]
-    parts: list[ModelRequestPart] = [CompactionPart(content="\n".join(b)) for b in blocks]
-    if cache_point:
-        at = entries[-1][3]
-        mark = UserPromptPart(content=[CachePoint()], timestamp=at)
-        parts.append(mark)
-        if len(blocks) > 1 and len(blocks[-1]) < block_lines:
-            # The full blocks stay the same until a fold: a mark after them keeps hitting
-            # while cuts append lines to the last block.
-            parts.insert(len(blocks) - 1, UserPromptPart(content=[CachePoint()], timestamp=at))
-    return parts
+    blocks = ["\n".join(texts[k : k + block_lines]) for k in range(0, len(texts), block_lines)]
+    at = entries[-1][3] if entries else datetime.min.replace(tzinfo=UTC)
+    return blocks, at, len(texts) % block_lines != 0
+
+
+def _mark(at: datetime) -> UserPromptPart:
+    return UserPromptPart(content=[CachePoint()], timestamp=at)
 
 
 def _tail_after(outline: Outline) -> int:

@@ -1,8 +1,10 @@
 """Zoom and search: how an agent reaches what its outline only summarizes.
 
 `zoom(label)` opens a line into the two lines under it, and a single message's label (`"12+1"`)
-into the message itself, whole, in pages of `PAGE` bytes when it is long. `search(query)`
-finds the thread's lines and messages by their words and gives the labels to zoom into.
+into the message itself, whole, in pages of `PAGE` bytes when it is long. An agent zooms into
+its own step tree the same way, by the step labels of its step outline (`"s4+2"`, `"s5+1"`).
+`search(query)` finds the thread's lines and messages by their words and gives the labels to
+zoom into.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .plugin import History
 PAGE = 32_000
 """Bytes of a message sent at once: the head the view sends, and a page of zoom."""
 BATCH = 256
-_LABEL = re.compile(r"\s*(\d+)\s*\+\s*(\d+)\s*")
+_LABEL = re.compile(r"\s*(s?)(\d+)\s*\+\s*(\d+)\s*")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,19 +44,34 @@ class Zoom:
 
 
 async def zoom(
-    history: History, thread: str, label: str, *, page: int = 1, page_bytes: int = PAGE
+    history: History,
+    thread: str,
+    label: str,
+    *,
+    agent: str | None = None,
+    page: int = 1,
+    page_bytes: int = PAGE,
 ) -> Zoom:
     """Open the line `label` of `thread`; a label that is not a node of it is a NotFoundError.
 
     A label is `"{first}+{count}"`: `count` a power of two and `first` a multiple of it, as the
     outline and search give them. `"12+1"` is message 12 itself, whole; `page` pages through a
-    message longer than `page_bytes`.
+    message longer than `page_bytes`. A step label (`"s{first}+{count}"`) opens `agent`'s own
+    step tree, down to a step whole (`"s3+1"`); no one else's.
     """
-    level, index = _parse(thread, label)
-    name = label_of(level, index)
+    step, level, index = _parse(thread, label)
+    tree = ""
+    if step:
+        if not agent:
+            raise NotFoundError(
+                f"{label.strip()!r} is a step label: only the agent whose step it is can zoom "
+                "into it"
+            )
+        tree = agent
+    name = label_of(level, index, agent=tree)
     if level == 0:
-        return await _message(history, thread, index, page, page_bytes)
-    node = await history.store.summary(thread, level, index)
+        return await _message(history, thread, index, page, page_bytes, agent=tree)
+    node = await history.store.summary(thread, level, index, agent=tree)
     if node is None:
         raise NotFoundError(
             f"no line {label!r} in thread {thread!r}: use a label from the outline or from "
@@ -62,7 +79,7 @@ async def zoom(
         )
     lines = []
     for child in (2 * index, 2 * index + 1):
-        found = await history.store.summary(thread, level - 1, child)
+        found = await history.store.summary(thread, level - 1, child, agent=tree)
         if found is not None:  # both exist when the parent does; a lost one is skipped
             lines.append(found)
     text = "\n".join(f"{n.label}|{one_line(n.text)}" for n in lines)
@@ -91,25 +108,27 @@ async def search(
     return hits
 
 
-def _parse(thread: str, text: str) -> tuple[int, int]:
+def _parse(thread: str, text: str) -> tuple[bool, int, int]:
     match = _LABEL.fullmatch(text)
     if match is None:
         raise NotFoundError(
             f"{text!r} is not a label: a label is first+count as the outline shows it, "
-            "like '0+8' or '12+1'"
+            "like '0+8' or '12+1' (or an agent's step label, like 's4+2')"
         )
-    first, count = int(match[1]), int(match[2])
+    step, first, count = bool(match[1]), int(match[2]), int(match[3])
     if count < 1 or count & (count - 1) or first % count:
         raise NotFoundError(
             f"no line {text!r} in thread {thread!r}: a line covers a power of two of messages "
             "starting at a multiple of it; use a label from the outline or from search"
         )
-    return count.bit_length() - 1, first // count
+    return step, count.bit_length() - 1, first // count
 
 
-async def _message(history: History, thread: str, index: int, page: int, page_bytes: int) -> Zoom:
-    name = label_of(0, index)
-    stored = await _shared(history, thread, index)
+async def _message(
+    history: History, thread: str, index: int, page: int, page_bytes: int, *, agent: str
+) -> Zoom:
+    name = label_of(0, index, agent=agent)
+    stored = await _find(history, thread, index, agent)
     if stored is None:
         raise NotFoundError(
             f"no message {name!r} in thread {thread!r}: use a label from the outline or from search"
@@ -130,21 +149,29 @@ async def _message(history: History, thread: str, index: int, page: int, page_by
     )  # fmt: skip
 
 
-async def _shared(history: History, thread: str, index: int) -> Stored | None:
-    """Shared message `index`: through its line once it left the tail, else in the tail."""
-    node = await history.store.summary(thread, 0, index)
+async def _find(history: History, thread: str, index: int, agent: str) -> Stored | None:
+    """Shared message `index` (or `agent`'s step `index`): through its line once it left the
+    tail, else in the tail."""
+    node = await history.store.summary(thread, 0, index, agent=agent)
     if node is not None and node.message is not None:
         return await history.store.message(node.message)
     outline = await history.store.outline(thread)
-    if outline is None or index < outline.boundary:
+    if outline is None:
+        return None
+    steps = outline.steps.get(agent)
+    left = outline.boundary if not agent else steps.boundary if steps is not None else 0
+    if index < left:
         return None
     after = (outline.tail[0].seq if outline.tail else outline.position + 1) - 1
     while batch := await history.store.pending(thread, after, BATCH):
         for stored in batch:
-            if stored.index == index:
-                return stored
-            if stored.index is not None and stored.index > index:
-                return None
+            m = stored.message
+            place = stored.step_index if m.step and m.author == agent else stored.index
+            if (m.step and m.author == agent) if agent else not m.step:
+                if place == index:
+                    return stored
+                if place is not None and place > index:
+                    return None
         after = batch[-1].seq
     return None
 

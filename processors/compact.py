@@ -1,7 +1,8 @@
 """The processor `history.compact`: each message joins the tail, the tail is cut, the outline folds.
 
 The tail grows a message at a time and shrinks in one batch (the cut); the outline grows with
-the lines of what left and, past its maximum, merges its most overdue pairs (the fold). Between
+the lines of what left and, past its maximum, merges its most overdue pairs (the fold). A step
+that leaves joins its agent's step outline, which folds the same way (SPEC section 6a). Between
 cuts and folds nothing at the start of an agent's prompt moves (SPEC section 5).
 `process_one` is the whole step for one message, its lines then its commit: the plugin and a
 rebuild both process through it.
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from history.contract import Outline, Stored
+from history.contract import Entry, Outline, StepOutline, Stored, TailItem
 from history.settings import HistorySettings
 from history.store import Store
 from history.summarizer import Ask, AskFn, Task, write
@@ -48,15 +50,20 @@ async def compact(
     outline.tail.append(stored.tail_item())
     outline.tokens += stored.weight
     outline.position = stored.seq
-    cut = (
-        await _cut(outline, nodes, write, read, settings)
-        if outline.tokens > settings.tail[1]
-        else False
-    )
+    low, high = settings.tail
+    # The cut gap: once kept messages stopped a cut above `low`, wait for another `high - low`.
+    threshold = max(high, outline.floor + high - low) if settings.cut_gap else high
+    cut = False
+    if outline.tokens > threshold:
+        cut = await _cut(outline, nodes, write, read, settings)
+        outline.floor = outline.tokens
     if cut:
         outline.cut_at = stored.message.at
     outline.since = outline.tail[0].at
     folded = await fold(outline, nodes, settings.outline)
+    if settings.steps is not None:
+        for agent in sorted(outline.steps):
+            folded |= await fold(outline.steps[agent], nodes, settings.steps, agent=agent)
     return Change(cut=cut, folded=folded)
 
 
@@ -79,28 +86,65 @@ async def _cut(
         outline.gone = oldest.at if outline.gone is None else max(outline.gone, oldest.at)
         left = True
         if oldest.step:
-            continue  # a step leaves without a line
+            if settings.steps is not None:
+                await _step_leaves(outline, oldest, nodes, write, read, settings)
+            continue
         shared -= 1
         line = await nodes.get(0, outline.boundary)
         if line is None:
-            message = await read(oldest.id)
-            if message is None:
-                raise Vanished(oldest.id)
-            await summarize(message, nodes, write, limit=settings.line)
-            line = await nodes.get(0, outline.boundary)
-            assert line is not None
+            line = await summarize(await _read(read, oldest.id), nodes, write, limit=settings.line)
         outline.lines.append((0, outline.boundary, line.bytes, oldest.at))
         outline.bytes += line.bytes + 1
         outline.boundary += 1
     return left
 
 
-async def fold(outline: Outline, nodes: Nodes, bounds: tuple[int, int]) -> bool:
+async def _step_leaves(
+    outline: Outline,
+    item: TailItem,
+    nodes: Nodes,
+    write: LineWriter,
+    read: MessageReader,
+    settings: HistorySettings,
+) -> None:
+    """A step left the tail: its line in its agent's step tree, then into the step outline."""
+    stored = await _read(read, item.id)
+    agent, index = stored.message.author, stored.step_index
+    if not agent or index is None:
+        return  # stored before step trees (no agent, or no step index): it keeps no line
+    line = await nodes.get(0, index, agent=agent)
+    if line is None:
+        line = await summarize(stored, nodes, write, limit=settings.line)
+    # A thread stored by version 1: the agent's earlier steps left without a line.
+    steps = outline.steps.setdefault(agent, StepOutline(boundary=index))
+    steps.lines.append((0, index, line.bytes, item.at))
+    steps.bytes += line.bytes + 1
+    steps.boundary = index + 1
+
+
+async def _read(read: MessageReader, id: str) -> Stored:
+    message = await read(id)
+    if message is None:
+        raise Vanished(id)
+    return message
+
+
+class _Lines(Protocol):
+    """What a fold moves: the shared outline, or one agent's step outline."""
+
+    lines: list[Entry]
+    bytes: int
+    boundary: int
+    draining: bool
+
+
+async def fold(outline: _Lines, nodes: Nodes, bounds: tuple[int, int], *, agent: str = "") -> bool:
     """Merge the most overdue pairs of lines until the outline is back under `bounds[0]`.
 
     A pair is two neighbours at level L with indices 2k and 2k + 1 whose parent is built; its due
     is `(boundary - last) / 2**L`, `last` being the pair's last message. The highest due merges
     first, the oldest among equals. When no pair can merge, the fold goes on at the next message.
+    `agent` names the step tree of a step outline (`""`: the shared tree).
     """
     low, high = bounds
     if not (outline.bytes > high or outline.draining):
@@ -108,7 +152,8 @@ async def fold(outline: Outline, nodes: Nodes, bounds: tuple[int, int]) -> bool:
     outline.draining = True
     lines, folded = outline.lines, False
     while outline.bytes > low:
-        await nodes.prefetch([_parent(*line[:2]) for line in lines[:-1] if not line[1] % 2])
+        parents = [_parent(*line[:2]) for line in lines[:-1] if not line[1] % 2]
+        await nodes.prefetch(parents, agent=agent)
         best: tuple[float, int] | None = None
         for pos in range(len(lines) - 1):
             level, index, _, _ = lines[pos]
@@ -119,13 +164,13 @@ async def fold(outline: Outline, nodes: Nodes, bounds: tuple[int, int]) -> bool:
             due = (outline.boundary - ((index + 2) * span - 1)) / span
             if best is not None and due <= best[0]:
                 continue
-            if await nodes.get(level + 1, index // 2) is not None:
+            if await nodes.get(level + 1, index // 2, agent=agent) is not None:
                 best = (due, pos)
         if best is None:
             break
         pos = best[1]
         (level, index, left_bytes, left_at), (_, _, right_bytes, right_at) = lines[pos : pos + 2]
-        parent = await nodes.get(level + 1, index // 2)
+        parent = await nodes.get(level + 1, index // 2, agent=agent)
         assert parent is not None
         lines[pos : pos + 2] = [(level + 1, index // 2, parent.bytes, max(left_at, right_at))]
         outline.bytes += (parent.bytes + 1) - (left_bytes + 1) - (right_bytes + 1)

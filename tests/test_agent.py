@@ -215,7 +215,9 @@ async def test_a_recall_is_sent_whole_but_not_recorded_in_the_thread(open_histor
             return ModelResponse(parts=[TextPart("It was long.")])
         return ModelResponse(parts=[ToolCallPart("zoom", {"label": "0+1"}, tool_call_id="z")])
 
-    async with open_history(summarizer="echo", tail=(300, 600), kept=2) as run:
+    # The chapter's cut rule: with the cut gap, the long first message's weight sets the floor
+    # and the next cut waits for the tail to outgrow it, whatever the run records.
+    async with open_history(summarizer="echo", tail=(300, 600), kept=2, cut_gap=False) as run:
         await run.send(*exchange([long, *[f"item {k}" for k in range(10)]]))
         before = await run.history.outline("t")
         seen = await run_once(run, script)

@@ -73,21 +73,24 @@ def test_threads_and_show_as_json(db: Path, capsys: pytest.CaptureFixture[str]) 
     assert listed == {
         "store": str(db),
         "threads": [
-            {"thread": "t", "title": None, "messages": 16, "pending": 0, "nodes": 22, "depth": 4,
-             "lines": 12, "bytes": 526, "tail": 4, "tokens": 58},
+            {"thread": "t", "title": None, "messages": 16, "pending": 0, "nodes": 19, "depth": 4,
+             "lines": 11, "bytes": 477, "tail": 5, "tokens": 77},
         ],
     }  # fmt: skip
     shown = as_json(capsys, "show", "t", "--db", db)
     assert isinstance(shown, dict)
-    assert list(shown) == ["thread", "title", "settings", "figures", "nodes", "outline", "tail"]
+    assert list(shown) == [
+        "thread", "title", "settings", "figures", "nodes", "outline", "steps", "tail",
+    ]  # fmt: skip
     assert shown["settings"]["tail"] == [40, 80]  # type: ignore[index]
     assert shown["figures"] == listed["threads"][0]  # type: ignore[index]
-    assert len(shown["nodes"]) == 22 and len(shown["outline"]) == 12 and len(shown["tail"]) == 4
+    assert len(shown["nodes"]) == 19 and len(shown["outline"]) == 11 and len(shown["tail"]) == 5
     assert shown["nodes"][0] == {
         "label": "0+1", "level": 0, "index": 0, "text": "Ana → north: Plan the launch for December",
         "bytes": 43, "at": "2026-11-01T09:00:00+00:00", "outline": True,
     }  # fmt: skip
-    assert sum(n["outline"] for n in shown["nodes"]) == 12
+    assert sum(n["outline"] for n in shown["nodes"]) == 11
+    assert shown["steps"] == {}  # the chat has no tool steps
     assert shown["outline"][0]["label"] == "0+1"
     assert set(shown["tail"][0]) == {
         "index", "seq", "id", "author", "to", "at", "step", "tokens", "text", "files",

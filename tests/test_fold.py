@@ -42,8 +42,8 @@ def tree(*built: tuple[int, int], line_bytes: int = 100) -> Nodes:
         for key in built
     }
 
-    async def read(level: int, index: int) -> Summary | None:
-        return known.get((level, index))
+    async def read(agent: str, level: int, index: int) -> Summary | None:
+        return known.get((level, index)) if agent == "" else None
 
     return Nodes("t", read)
 

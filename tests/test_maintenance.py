@@ -66,7 +66,18 @@ def test_export_load_and_rebuild_carry_a_store_without_model_calls(
 def test_a_rebuild_that_needs_the_model_is_refused_unless_allowed(
     db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    smaller = ["--db", str(db), "--line", "80", "--tail", "80,240", "--outline", "300,700"]
+    smaller = [
+        "--db",
+        str(db),
+        "--line",
+        "80",
+        "--tail",
+        "80,240",
+        "--outline",
+        "300,700",
+        "--kept",
+        "2",
+    ]
     status, out, _ = run(capsys, "rebuild", "t", "--dry-run", *smaller)
     assert status == 0 and out.startswith(
         "would rebuild thread 't' with line 80 (built with line 96) from 150 messages"

@@ -20,8 +20,12 @@ DATA = Path(__file__).resolve().parent / "data"
 BUDGETS = ["--line", "160", "--tail", "150,300", "--outline", "300,600", "--kept", "2"]
 
 
+VERSIONS = {"v1": ["--no-cut-gap", "--steps", "none"], "v2": []}
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
 @pytest.mark.parametrize("summarizer", ["echo", "scripted"])
-def test_the_twelve_exchange_trace_is_unchanged(summarizer: str) -> None:
+def test_the_twelve_exchange_trace_is_unchanged(summarizer: str, version: str) -> None:
     result = subprocess.run(
         [
             sys.executable,
@@ -33,13 +37,15 @@ def test_the_twelve_exchange_trace_is_unchanged(summarizer: str) -> None:
             "--summarizer",
             summarizer,
             *BUDGETS,
+            *VERSIONS[version],
         ],
         capture_output=True,
         text=True,
         check=True,
         env={"PATH": "", "PYTHONIOENCODING": "utf-8"},
     )
-    expected = json.loads((DATA / f"twelve.{summarizer}.json").read_text(encoding="utf-8"))
+    name = f"twelve.{summarizer}.json" if version == "v1" else f"twelve.v2.{summarizer}.json"
+    expected = json.loads((DATA / name).read_text(encoding="utf-8"))
     assert json.loads(result.stdout) == expected
     assert result.stderr == ""
 

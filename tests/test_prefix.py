@@ -52,7 +52,9 @@ def turn_messages(
 
 
 def blocks(sent: list[ModelMessage]) -> list[str]:
-    return [p.content or "" for m in sent for p in m.parts if isinstance(p, CompactionPart)]
+    """The shared outline's blocks (an agent's step outline, after them, starts with `s`)."""
+    texts = [p.content or "" for m in sent for p in m.parts if isinstance(p, CompactionPart)]
+    return [text for text in texts if not text.startswith("s")]
 
 
 async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(open_history: Opener) -> None:
@@ -74,6 +76,9 @@ async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(open_history
                 last_text, last, last_blocks = before
                 cut = outline.cut_at != last.cut_at
                 folded = outline.lines[: len(last.lines)] != last.lines
+                mine, was = outline.steps.get("north"), last.steps.get("north")
+                if mine is not None and was is not None:
+                    folded |= mine.lines[: len(was.lines)] != was.lines
                 cuts, folds = cuts + cut, folds + folded
                 if cut or folded:
                     changes.append(turn)

@@ -24,15 +24,16 @@ def conversations(draw: st.DrawFn) -> list[Message]:
     out = []
     for n, thread in enumerate(threads):
         words = draw(st.lists(st.sampled_from(WORDS), max_size=draw(st.sampled_from([3, 30]))))
+        step = draw(st.booleans())
         out.append(
             Message(
                 id=f"{thread}-{n}",
                 thread=thread,
-                author=draw(st.sampled_from(["Ana", "north", ""])),
+                author=draw(st.sampled_from(["Ana", "north"] if step else ["Ana", "north", ""])),
                 to=draw(st.sampled_from(["", "Ana"])),
                 text=" ".join(words),
                 at=START + timedelta(seconds=draw(st.integers(0, 10_000))),
-                step=draw(st.booleans()),
+                step=step,
             )
         )
     return out
@@ -45,13 +46,16 @@ budgets = st.fixed_dictionaries(
         "tail": st.sampled_from([(10, 30), (30, 80)]),
         "outline": st.sampled_from([(30, 60), (100, 200)]),
         "kept": st.integers(1, 3),
+        "cut_gap": st.booleans(),
+        "steps": st.sampled_from([None, (30, 60), (100, 200)]),
     }
 )
 
 
 def check(
-    outline: Outline, nodes: dict[tuple[int, int], Any], processed: list[Any], s: Any
+    outline: Outline, trees: dict[tuple[str, int, int], Any], processed: list[Any], s: Any
 ) -> None:
+    nodes = {(level, index): n for (agent, level, index), n in trees.items() if not agent}
     # Every shared message that left is covered by exactly one line, in order.
     covered = []
     for level, index, size, at in outline.lines:
@@ -76,6 +80,20 @@ def check(
             assert node.message == shared[index].message.id
         else:
             assert node.message is None
+    # Each agent's step outline covers, in order, exactly its steps that left.
+    for agent, steps in outline.steps.items():
+        covered = []
+        for level, index, size, _ in steps.lines:
+            assert trees[(agent, level, index)].bytes == size
+            covered.extend(range(index * 2**level, (index + 1) * 2**level))
+        mine = [p for p in left if p.message.step and p.message.author == agent]
+        assert covered == list(range(len(mine))) == [p.step_index for p in mine]
+        assert steps.boundary == len(mine)
+        assert steps.bytes == sum(size + 1 for _, _, size, _ in steps.lines)
+        if not steps.draining and s.steps is not None:
+            assert steps.bytes <= s.steps[1]
+    if s.steps is None:
+        assert outline.steps == {}
 
 
 async def play(messages: list[Message], s: HistorySettings, *, checks: bool) -> dict[str, Any]:
@@ -90,7 +108,9 @@ async def play(messages: list[Message], s: HistorySettings, *, checks: bool) -> 
             outline = await history.outline(m.thread)
             assert outline is not None
             processed = await history.store.messages(m.thread, 0, outline.position)
-            nodes = {(n.level, n.index): n for n in await history.store.summaries(m.thread)}
+            nodes = {
+                (n.agent, n.level, n.index): n for n in await history.store.summaries(m.thread)
+            }
             check(outline, nodes, processed, s)
             old = before.get(m.thread)
             cut = old is not None and outline.tail[0].seq != old.tail[0].seq
@@ -131,6 +151,7 @@ def test_the_result_does_not_depend_on_how_threads_interleave(
 
     one, other = anyio.run(both, backend="asyncio")
     assert one["summaries"] == other["summaries"]
+    assert one["steps"] == other["steps"]
     assert one["outlines"] == other["outlines"]
     for thread in queues:
         assert [a for a in one["asks"] if a["thread"] == thread] == [

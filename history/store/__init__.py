@@ -63,10 +63,14 @@ class Store(Protocol):
         """The thread's messages with `first <= seq <= last`, in seq order."""
         ...
 
-    async def summary(self, thread: str, level: int, index: int) -> Summary | None: ...
+    async def summary(
+        self, thread: str, level: int, index: int, *, agent: str = ""
+    ) -> Summary | None:
+        """The node at `level`, `index` of the shared tree, or of `agent`'s step tree."""
+        ...
 
     async def summaries(self, thread: str | None = None) -> list[Summary]:
-        """Every node, sorted by thread, level, index."""
+        """Every node of every tree, sorted by thread, agent (`""` first), level, index."""
         ...
 
     async def commit(
@@ -110,8 +114,10 @@ class Store(Protocol):
         """Recorded summarizer calls, in the order they were made."""
         ...
 
-    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
-        """The thread's nodes at `(level, index)` keys that exist, in the order of `keys`."""
+    async def nodes(
+        self, thread: str, keys: Sequence[tuple[int, int]], *, agent: str = ""
+    ) -> list[Summary]:
+        """The nodes of one tree at `(level, index)` keys that exist, in the order of `keys`."""
         ...
 
     async def search(

@@ -6,12 +6,15 @@ first contradiction is refused with an InputError naming the record: a later pro
 or rebuild can then rely on what it reads.
 
 - messages: seqs 0, 1, 2, ... with no gap; the shared ones numbered 0, 1, 2, ... in seq order,
-  steps with no index; a weight from 0 to what the message could weigh at most;
-- nodes: a level-0 node names the shared message with its index; a node covers shared messages
-  that exist; its bytes are its text's;
+  steps with no index, each agent's steps numbered 0, 1, 2, ... (their step index); a weight
+  from 0 to what the message could weigh at most;
+- nodes: a level-0 node names the message with its index (its step index, in an agent's step
+  tree); a node covers messages that exist; its bytes are its text's;
 - the outline: its lines name stored nodes, with their bytes, and cover the shared messages
   before `boundary` in order; its tail is the thread's messages from where it starts to
-  `position`, as stored; `bytes`, `tokens`, `boundary` and `since` are what those make;
+  `position`, as stored; `bytes`, `tokens`, `boundary` and `since` are what those make; each
+  agent's step outline likewise over its steps that left (from its first line on: steps that
+  left before step trees keep no line);
 - calls: their numbers in range.
 """
 
@@ -51,10 +54,11 @@ def check_thread(
     Raises:
         InputError: the first contradiction, naming the record and what it contradicts.
     """
-    shared = _check_messages(thread, messages)
-    nodes = _check_nodes(thread, summaries, shared)
+    trees = _check_messages(thread, messages)
+    nodes = _check_nodes(thread, summaries, trees)
     if outline is not None:
         _check_outline(outline, messages, nodes)
+        _check_steps(outline, messages, nodes)
     for call in calls:
         ask = call.ask
         for name, value in (("n", call.n), ("level", ask.level), ("index", ask.index),
@@ -63,11 +67,13 @@ def check_thread(
             _in_range(f"call {call.key[:16]!r} of thread {thread!r}", name, value, 0, LARGEST)
 
 
-def _check_messages(thread: str, messages: Sequence[Stored]) -> list[Stored]:
-    """The shared messages, by index, once every message has its place and a likely weight."""
+def _check_messages(thread: str, messages: Sequence[Stored]) -> dict[str, list[Stored]]:
+    """The messages of each tree by their place in it (`""`: the shared messages by index; an
+    agent: its steps by step index), once every message has its place and a likely weight."""
     from ..processors.weight import MESSAGE_OVERHEAD, file_tokens  # tiktoken only for a load
 
-    shared: list[Stored] = []
+    trees: dict[str, list[Stored]] = {"": []}
+    shared = trees[""]
     for seq, s in enumerate(messages):
         m = s.message
         what = f"message {m.id!r} of thread {thread!r}"
@@ -81,29 +87,43 @@ def _check_messages(thread: str, messages: Sequence[Stored]) -> list[Stored]:
         if s.index != due:
             kind = "a step, which has no index" if m.step else f"shared message {due}"
             raise InputError(f"{what} has index {s.index!r}, but it is {kind}", field="index")
+        if m.step:
+            steps = trees.setdefault(m.author, [])
+            if s.step_index not in (None, len(steps)):
+                raise InputError(
+                    f"{what} has step index {s.step_index!r}, but it is step {len(steps)} of "
+                    f"{m.author!r}",
+                    field="step_index",
+                )
+            steps.append(s)
+        elif s.step_index is not None:
+            raise InputError(f"{what} is shared and has a step index", field="step_index")
         most = size(render(m)) + MESSAGE_OVERHEAD + sum(file_tokens(f) for f in m.files)
         _in_range(what, "weight", s.weight, 0, most)
         if not m.step:
             shared.append(s)
-    return shared
+    return trees
 
 
 def _check_nodes(
-    thread: str, summaries: Sequence[Summary], shared: Sequence[Stored]
-) -> dict[tuple[int, int], Summary]:
-    nodes: dict[tuple[int, int], Summary] = {}
+    thread: str, summaries: Sequence[Summary], trees: dict[str, list[Stored]]
+) -> dict[tuple[str, int, int], Summary]:
+    nodes: dict[tuple[str, int, int], Summary] = {}
     for node in summaries:
         _in_range(f"a node of thread {thread!r}", "level", node.level, 0, TOP_LEVEL)
-        what = f"node {label(node.level, node.index)} (level {node.level}) of thread {thread!r}"
+        name = label(node.level, node.index, agent=node.agent)
+        what = f"node {name} (level {node.level}) of thread {thread!r}"
         _in_range(what, "index", node.index, 0, LARGEST)
         span = 2**node.level
-        if (node.index + 1) * span > len(shared):
+        covered = trees.get(node.agent, [])
+        kind = f"steps of {node.agent!r}" if node.agent else "shared messages"
+        if (node.index + 1) * span > len(covered):
             raise InputError(
-                f"{what} covers shared messages {node.index * span} to "
-                f"{(node.index + 1) * span - 1}, but the thread has {len(shared)}",
+                f"{what} covers {kind} {node.index * span} to "
+                f"{(node.index + 1) * span - 1}, but the thread has {len(covered)}",
                 field="summary",
             )
-        named = shared[node.index].message.id if node.level == 0 else None
+        named = covered[node.index].message.id if node.level == 0 else None
         if node.message != named:
             raise InputError(
                 f"{what} names message {node.message!r}, not {named!r}", field="summary"
@@ -113,20 +133,21 @@ def _check_nodes(
                 f"{what} has bytes {node.bytes}, not the size of its text ({size(node.text)})",
                 field="bytes",
             )
-        nodes[(node.level, node.index)] = node
+        nodes[(node.agent, node.level, node.index)] = node
     return nodes
 
 
 def _check_outline(
     outline: Outline,
     messages: Sequence[Stored],
-    nodes: dict[tuple[int, int], Summary],
+    nodes: dict[tuple[str, int, int], Summary],
 ) -> None:
     what = f"the outline of thread {outline.thread!r}"
     _in_range(what, "position", outline.position, -1, len(messages) - 1)
+    _in_range(what, "floor", outline.floor, 0, LARGEST)
     covered = 0
     for level, index, bytes, _ in outline.lines:
-        node = nodes.get((level, index))
+        node = nodes.get(("", level, index))
         if node is None:
             raise InputError(
                 f"{what} has line {label(level, index)} (level {level}), a node the thread "
@@ -169,6 +190,35 @@ def _check_outline(
         )
     if tail and outline.since != tail[0].at:
         raise InputError(f"{what} has since {outline.since}, not {tail[0].at}", field="since")
+
+
+def _check_steps(
+    outline: Outline, messages: Sequence[Stored], nodes: dict[tuple[str, int, int], Summary]
+) -> None:
+    tail = list(outline.tail)
+    start = tail[0].seq if tail else outline.position + 1
+    for agent, steps in outline.steps.items():
+        what = f"the step outline of {agent!r} in thread {outline.thread!r}"
+        left = sum(s.message.step and s.message.author == agent for s in messages[:start])
+        _equal(what, "boundary", steps.boundary, left)
+        covered = steps.lines[0][1] * 2 ** steps.lines[0][0] if steps.lines else steps.boundary
+        for level, index, bytes, _ in steps.lines:
+            node = nodes.get((agent, level, index))
+            name = label(level, index, agent=agent)
+            if node is None or node.bytes != bytes or index * 2**level != covered:
+                raise InputError(
+                    f"{what} has line {name} (level {level}, {bytes} bytes) where a node of its "
+                    f"step tree from step {covered} on is due, with its bytes",
+                    field="outline",
+                )
+            covered += 2**level
+        if covered != steps.boundary:
+            raise InputError(
+                f"{what} has lines up to step {covered - 1}, not up to its boundary "
+                f"{steps.boundary}",
+                field="outline",
+            )
+        _equal(what, "bytes", steps.bytes, sum(entry[2] + 1 for entry in steps.lines))
 
 
 def _in_range(what: str, name: str, value: int, low: int, high: int) -> None:

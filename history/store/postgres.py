@@ -44,6 +44,7 @@ from .rows import (
     DETAIL_COLUMNS,
     MESSAGE_COLUMNS,
     OUTLINE_COLUMNS,
+    PG,
     SUMMARY_COLUMNS,
     THREAD_COLUMNS,
 )
@@ -259,7 +260,7 @@ class PostgresStore:
                     raise StoreError(f"message id {message.id!r} conflicted, then vanished")
                 rows.check_redelivery(message, rows.stored_from_row(_values(found)))
                 return None
-            seq, index = placed
+            seq, index, step_index = placed
             if index is not None:
                 await db.execute(
                     INSERT_SEARCH, *rows.message_search_row(message, index, self.language)
@@ -267,11 +268,11 @@ class PostgresStore:
             if seq == 0:
                 await db.execute(
                     f"INSERT INTO outline ({OUTLINE_COLUMNS}) "
-                    "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) "
+                    f"VALUES ({rows.marks(OUTLINE_COLUMNS, dialect=PG)}) "
                     "ON CONFLICT (thread) DO NOTHING",
                     *rows.new_outline_row(message.thread),
                 )
-        return Stored(message=message, seq=seq, index=index, weight=weight)
+        return Stored(message=message, seq=seq, index=index, weight=weight, step_index=step_index)
 
     async def outline(self, thread: str) -> Outline | None:
         async with self._read() as db:
@@ -309,12 +310,14 @@ class PostgresStore:
             )  # fmt: skip
         return [rows.stored_from_row(_values(r)) for r in found]
 
-    async def summary(self, thread: str, level: int, index: int) -> Summary | None:
+    async def summary(
+        self, thread: str, level: int, index: int, *, agent: str = ""
+    ) -> Summary | None:
         async with self._read() as db:
             row = await db.fetchrow(
                 f"SELECT {SUMMARY_COLUMNS} FROM summary "
-                "WHERE thread = $1 AND level = $2 AND idx = $3",
-                thread, level, index,
+                "WHERE thread = $1 AND agent = $2 AND level = $3 AND idx = $4",
+                thread, agent, level, index,
             )  # fmt: skip
         return None if row is None else rows.summary_from_row(_values(row))
 
@@ -323,7 +326,7 @@ class PostgresStore:
         async with self._read() as db:
             found = await db.fetch(
                 f"SELECT {SUMMARY_COLUMNS} FROM summary {where} "
-                'ORDER BY thread COLLATE "C", level, idx',
+                'ORDER BY thread COLLATE "C", agent COLLATE "C", level, idx',
                 *args,
             )
         return [rows.summary_from_row(_values(r)) for r in found]
@@ -356,7 +359,7 @@ class PostgresStore:
                     raise _Stale
                 if written:
                     await db.executemany(
-                        f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7)",
+                        rows.insert("summary", SUMMARY_COLUMNS, dialect=PG),
                         [rows.summary_row(node) for node in written],
                     )
                     await index_lines(db, before.thread, written, self.language)
@@ -423,13 +426,15 @@ class PostgresStore:
             )
         return [rows.ask_from_row(_values(r)) for r in found]
 
-    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
+    async def nodes(
+        self, thread: str, keys: Sequence[tuple[int, int]], *, agent: str = ""
+    ) -> list[Summary]:
         if not keys:
             return []
         async with self._read() as db:
             found = await db.fetch(
                 queries.NODES_POSTGRESQL,
-                thread, [level for level, _ in keys], [index for _, index in keys],
+                thread, agent, [level for level, _ in keys], [index for _, index in keys],
             )  # fmt: skip
         nodes = (rows.summary_from_row(_values(r)) for r in found)
         by_key = {(node.level, node.index): node for node in nodes}

@@ -21,6 +21,7 @@ from .rows import (
     CALL_COLUMNS,
     MESSAGE_COLUMNS,
     OUTLINE_COLUMNS,
+    PG,
     SEARCH_COLUMNS,
     SUMMARY_COLUMNS,
     THREAD_COLUMNS,
@@ -45,7 +46,9 @@ async def thread_records(db: Connection, thread: str, *, lock: bool) -> ThreadRe
         return f"SELECT {columns} FROM {table} WHERE thread = $1 ORDER BY {order}"
 
     messages = await db.fetch(select(MESSAGE_COLUMNS, "message", "seq"), thread)
-    nodes = await db.fetch(select(SUMMARY_COLUMNS, "summary", "level, idx"), thread)
+    nodes = await db.fetch(
+        select(SUMMARY_COLUMNS, "summary", 'agent COLLATE "C", level, idx'), thread
+    )
     calls = await db.fetch(select(CALL_COLUMNS, "call", "n"), thread)
     if row is None and not (messages or nodes or calls):
         return None
@@ -105,7 +108,7 @@ async def apply(db: Connection, plan: records.Plan, language: str) -> None:
         await db.execute("DELETE FROM search WHERE thread = $1 AND line", plan.thread)
     if plan.messages:
         await db.executemany(
-            f"INSERT INTO message ({MESSAGE_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)",
+            rows.insert("message", MESSAGE_COLUMNS, dialect=PG),
             [rows.loaded_message_row(s) for s in plan.messages],
         )
         shared = [s for s in plan.messages if s.index is not None and not s.message.step]
@@ -117,7 +120,7 @@ async def apply(db: Connection, plan: records.Plan, language: str) -> None:
             )  # fmt: skip
     if plan.summaries:
         await db.executemany(
-            f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7)",
+            rows.insert("summary", SUMMARY_COLUMNS, dialect=PG),
             [rows.summary_row(node) for node in plan.summaries],
         )
         await index_lines(db, plan.thread, plan.summaries, language)
@@ -130,7 +133,7 @@ async def apply(db: Connection, plan: records.Plan, language: str) -> None:
         row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)
         await db.execute(
             f"INSERT INTO outline ({OUTLINE_COLUMNS}) "
-            "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)",
+            f"VALUES ({rows.marks(OUTLINE_COLUMNS, dialect=PG)})",
             *row,
         )
     elif plan.write == "update":

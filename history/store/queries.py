@@ -17,6 +17,7 @@ from .rows import (
     MESSAGE_COLUMNS,
     OUTLINE_COLUMNS,
     SUMMARY_COLUMNS,
+    insert,
 )
 
 MESSAGE = f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?"
@@ -33,10 +34,7 @@ FROM outline WHERE thread = $1
 """
 """A thread's outline with its tail as JSON (PostgreSQL): one statement, so one snapshot and one
 round trip."""
-NEW_OUTLINE = (
-    f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-    "ON CONFLICT (thread) DO NOTHING"
-)
+NEW_OUTLINE = f"{insert('outline', OUTLINE_COLUMNS)} ON CONFLICT (thread) DO NOTHING"
 """A thread's outline row, made with its first message."""
 TAIL = (
     "SELECT id, weight, at, step, seq FROM message "
@@ -54,28 +52,33 @@ NATIVES = (
 )
 """The provider's forms of the thread's messages from the tail on (the view sends them); in seq
 order, so that PostgreSQL reads the range of (thread, seq), not the thread by (thread, idx)."""
-SUMMARY = f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = ? AND level = ? AND idx = ?"
-"""A node by its key."""
+SUMMARY = (
+    f"SELECT {SUMMARY_COLUMNS} FROM summary "
+    "WHERE thread = ? AND agent = ? AND level = ? AND idx = ?"
+)
+"""A node by its key (agent `''`: the shared tree)."""
 _NODE_COLUMNS = ", ".join(f"s.{column}" for column in SUMMARY_COLUMNS.split(", "))
 NODES = (
     f"SELECT {_NODE_COLUMNS} FROM json_each(?) AS k CROSS JOIN summary AS s "
-    "ON s.thread = ? AND s.level = json_extract(k.value, '$[0]') "
+    "ON s.thread = ? AND s.agent = ? AND s.level = json_extract(k.value, '$[0]') "
     "AND s.idx = json_extract(k.value, '$[1]')"
 )
-"""The outline's nodes (SQLite): a JSON list of `[level, idx]` keys, each looked up by its key."""
+"""An outline's nodes (SQLite): a JSON list of `[level, idx]` keys, then the thread and the
+agent (`''`: the shared tree), each node looked up by its key."""
 NODES_POSTGRESQL = (
-    f"SELECT {_NODE_COLUMNS} FROM unnest($2::integer[], $3::bigint[]) AS k (level, idx) "
+    f"SELECT {_NODE_COLUMNS} FROM unnest($3::integer[], $4::bigint[]) AS k (level, idx) "
     "CROSS JOIN LATERAL (SELECT * FROM summary "
-    "WHERE thread = $1 AND level = k.level AND idx = k.idx LIMIT 1) AS s"
+    "WHERE thread = $1 AND agent = $2 AND level = k.level AND idx = k.idx LIMIT 1) AS s"
 )
-"""The same on PostgreSQL: the levels ($2) and indexes ($3) as arrays. A key is unique; its
-`LIMIT 1` also keeps the planner from reading the thread's nodes for a join instead."""
+"""The same on PostgreSQL: the thread, the agent, the levels ($3) and indexes ($4) as arrays. A
+key is unique; its `LIMIT 1` also keeps the planner from reading the thread's nodes for a join
+instead."""
 UPDATE_OUTLINE = (
     "UPDATE outline SET {assignments}, version = version + 1 "
     "WHERE thread = ? AND epoch = ? AND version = ?"
 )
 """A commit: the outline moves on if it is still the version the batch started from."""
-INSERT_SUMMARY = f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)"
+INSERT_SUMMARY = insert("summary", SUMMARY_COLUMNS)
 NEXT_CALL = "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = ?"
 """The thread's next call number, read from the end of the (thread, n) index."""
 
@@ -95,7 +98,7 @@ class Planned:
 
 
 _MESSAGE_ARGS = ("m", "t", "t", False, "t", "a", "", "x", "2026-01-01T00:00:00+00:00", False,
-                 "[]", 1, None)  # fmt: skip
+                 "[]", 1, True, "t", "a", None)  # fmt: skip
 
 PLANNED: dict[str, Planned] = {
     "insert message": Planned(sql=INSERT_MESSAGE, args=_MESSAGE_ARGS),
@@ -106,13 +109,13 @@ PLANNED: dict[str, Planned] = {
     "pending": Planned(sql=PENDING, args=("t", 0, 10), key=("thread", "seq")),
     "messages": Planned(sql=MESSAGES, args=("t", 0, 10), key=("thread", "seq")),
     "natives": Planned(sql=NATIVES, args=("t", 0), key=("thread", "seq")),
-    "summary": Planned(sql=SUMMARY, args=("t", 0, 1), key=("thread", "level", "idx")),
+    "summary": Planned(sql=SUMMARY, args=("t", "", 0, 1), key=("thread", "agent", "level", "idx")),
     "nodes": Planned(
         sql=NODES,
-        args=("[[0, 1], [1, 0]]", "t"),
-        key=("thread", "level", "idx"),
+        args=("[[0, 1], [1, 0]]", "t", ""),
+        key=("thread", "agent", "level", "idx"),
         postgresql=NODES_POSTGRESQL,
-        postgresql_args=("t", [0, 1], [1, 0]),
+        postgresql_args=("t", "", [0, 1], [1, 0]),
     ),
     "update outline": Planned(
         sql=UPDATE_OUTLINE.format(assignments="position = ?"),

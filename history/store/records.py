@@ -224,9 +224,9 @@ def _new_messages(
 def _new_summaries(stored: Sequence[Summary], incoming: ThreadRecords) -> tuple[list[Summary], int]:
     new: list[Summary] = []
     skipped = 0
-    nodes = {(n.level, n.index): n for n in stored}
-    for node in _unique(incoming.summaries, lambda n: (n.level, n.index), _node_conflict):
-        known = nodes.get((node.level, node.index))
+    nodes = {(n.agent, n.level, n.index): n for n in stored}
+    for node in _unique(incoming.summaries, lambda n: (n.agent, n.level, n.index), _node_conflict):
+        known = nodes.get((node.agent, node.level, node.index))
         if known is None:
             new.append(node)
         elif known == node:
@@ -302,12 +302,12 @@ def _check_unchanged(old: ThreadRecords, incoming: ThreadRecords) -> None:
 def _state(o: Outline) -> tuple[object, ...]:
     """An outline without what is per store (its epoch and version)."""
     return (o.lines, o.bytes, o.boundary, o.since, o.cut_at, o.gone, list(o.tail), o.tokens,
-            o.draining, o.position)  # fmt: skip
+            o.draining, o.position, o.floor, o.steps)  # fmt: skip
 
 
 def _same_message(a: Stored, b: Stored) -> bool:
-    return (a.message.id, a.message.content, a.seq, a.index, a.weight) == (
-        b.message.id, b.message.content, b.seq, b.index, b.weight,
+    return (a.message.id, a.message.content, a.seq, a.index, a.step_index, a.weight) == (
+        b.message.id, b.message.content, b.seq, b.index, b.step_index, b.weight,
     )  # fmt: skip
 
 
@@ -353,7 +353,7 @@ def _message_conflict(known: Stored, new: Stored, *, stored: bool) -> ConflictEr
 
 
 def _node_conflict(known: Summary, new: Summary, *, stored: bool) -> ConflictError:
-    node = node_id(new.thread, new.level, new.index)
+    node = node_id(new.thread, new.level, new.index, agent=new.agent)
     return ConflictError(
         f"node {node!r} {_differs('text', stored, _short(known.text), _short(new.text))}; "
         "nothing was loaded",

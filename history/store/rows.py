@@ -7,7 +7,7 @@ import json
 import re
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +19,7 @@ from ..contract import (
     File,
     Message,
     Outline,
+    StepOutline,
     Stored,
     Summary,
     TailItem,
@@ -36,6 +37,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0003_outline", "outline.sql"),
     ("0004_call", "call.sql"),
     ("0005_search", "search.sql"),
+    ("0006_steps", "steps.sql"),
     ("0010_native", "native.sql"),
     ("0011_thread", "thread.sql"),
     ("0012_search2", "search2.sql"),
@@ -56,11 +58,11 @@ SET title = coalesce(excluded.title, thread.title),
     settings = coalesce(excluded.settings, thread.settings)
 """
 """Give a thread its title, or record its settings: a None leaves the stored value as it is."""
-MESSAGE_COLUMNS = 'id, thread, seq, idx, author, "to", text, at, step, files, weight'
-SUMMARY_COLUMNS = "thread, level, idx, text, bytes, message, at"
+MESSAGE_COLUMNS = 'id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx'
+SUMMARY_COLUMNS = "thread, level, idx, text, bytes, message, at, agent"
 OUTLINE_COLUMNS = (
     "thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining, "
-    "position, version"
+    "position, version, floor, steps"
 )
 SEARCH_COLUMNS = "thread, agent, line, level, idx, message, since, at, text, words, length"
 CANDIDATE_COLUMNS = "agent, line, level, idx, at, length"
@@ -69,11 +71,25 @@ COUNT = "(length(words) - length(replace(words, {term}, ''))) / {size}"
 """How often a term (as `terms.counted` gives it, and its length) comes in a row's words."""
 CALL_COLUMNS = (
     "thread, key, n, model, level, idx, prompts, answers, line, outcome, "
-    "input_tokens, output_tokens"
+    "input_tokens, output_tokens, agent"
 )
 
 
+def insert(table: str, columns: str, *, dialect: Dialect = "sqlite") -> str:
+    """`INSERT INTO table (columns) VALUES (...)` with the dialect's placeholders."""
+    return f"INSERT INTO {table} ({columns}) VALUES ({marks(columns, dialect=dialect)})"
+
+
+def marks(columns: str, *, dialect: Dialect = "sqlite") -> str:
+    """The VALUES placeholders for `columns`: `?, ?, ...` (SQLite) or `$1, $2, ...`."""
+    count = columns.count(",") + 1
+    if dialect == "sqlite":
+        return ", ".join("?" * count)
+    return ", ".join(f"${k}" for k in range(1, count + 1))
+
+
 Dialect = Literal["sqlite", "postgresql"]
+PG: Dialect = "postgresql"
 
 
 def statements(filename: str, *, dialect: Dialect = "sqlite") -> list[str]:
@@ -134,22 +150,26 @@ VALUES (
     ?, ?, coalesce((SELECT max(seq) FROM message WHERE thread = ?), -1) + 1,
     CASE WHEN ? THEN NULL
          ELSE coalesce((SELECT max(idx) FROM message WHERE thread = ?), -1) + 1 END,
-    ?, ?, ?, ?, ?, ?, ?, ?
+    ?, ?, ?, ?, ?, ?, ?,
+    CASE WHEN ? THEN coalesce((SELECT max(sidx) FROM message
+                               WHERE thread = ? AND author = ?), -1) + 1 END,
+    ?
 )
 ON CONFLICT (id) DO NOTHING
-RETURNING seq, idx
+RETURNING seq, idx, sidx
 """
-"""Store a message with its thread's next seq (and idx, when shared): None back for a known id.
+"""Store a message with its thread's next seq, and its next idx when shared or its agent's
+next step index when a step: None back for a known id.
 
-Each max() is a subquery of its own, read from the end of an index on (thread, seq) and
-(thread, idx): one SELECT with both would walk the whole thread."""
+Each max() is a subquery of its own, read from the end of an index on (thread, seq),
+(thread, idx) and (thread, author, sidx): one SELECT with several would walk the whole thread."""
 
 
 def insert_message_args(message: Message, weight: int, native: str | None) -> tuple[Any, ...]:
     m = message
     return (
         m.id, m.thread, m.thread, m.step, m.thread, m.author, m.to, m.text, format_at(m.at),
-        m.step, m.files_json(), weight, native,
+        m.step, m.files_json(), weight, m.step, m.thread, m.author, native,
     )  # fmt: skip
 
 
@@ -164,7 +184,7 @@ def check_redelivery(message: Message, stored: Stored) -> None:
 
 
 def stored_from_row(row: Sequence[Any]) -> Stored:
-    id, thread, seq, index, author, to, text, at, step, files, weight = row
+    id, thread, seq, index, author, to, text, at, step, files, weight, step_index = row
     message = Message(
         id=id,
         thread=thread,
@@ -175,7 +195,7 @@ def stored_from_row(row: Sequence[Any]) -> Stored:
         step=bool(step),
         files=tuple(File(**{**f, "name": _legacy(f["name"])}) for f in json.loads(files)),
     )
-    return Stored(message=message, seq=seq, index=index, weight=weight)
+    return Stored(message=message, seq=seq, index=index, weight=weight, step_index=step_index)
 
 
 def _legacy(text: str) -> str:
@@ -185,13 +205,14 @@ def _legacy(text: str) -> str:
 
 def summary_row(node: Summary) -> tuple[Any, ...]:
     n = node
-    return (n.thread, n.level, n.index, n.text, n.bytes, n.message, format_at(n.at))
+    return (n.thread, n.level, n.index, n.text, n.bytes, n.message, format_at(n.at), n.agent)
 
 
 def summary_from_row(row: Sequence[Any]) -> Summary:
-    thread, level, index, text, size, message, at = row
+    thread, level, index, text, size, message, at, agent = row
     return Summary(
         thread=thread,
+        agent=agent,
         level=level,
         index=index,
         text=text,
@@ -203,21 +224,59 @@ def summary_from_row(row: Sequence[Any]) -> Summary:
 
 def new_outline_row(thread: str) -> tuple[Any, ...]:
     """The row of a thread's first message: nothing processed yet, a fresh epoch."""
-    return (thread, uuid.uuid4().hex, "[]", 0, 0, None, None, None, 0, 0, False, -1, 0)
+    return (thread, uuid.uuid4().hex, "[]", 0, 0, None, None, None, 0, 0, False, -1, 0, 0, "{}")
+
+
+def entries_json(lines: Sequence[Entry]) -> list[list[Any]]:
+    return [[level, index, size, format_at(at)] for level, index, size, at in lines]
+
+
+def entries(value: Sequence[Sequence[Any]]) -> list[Entry]:
+    return [(lv, ix, by, datetime.fromisoformat(at)) for lv, ix, by, at in value]
 
 
 def lines_json(lines: Sequence[Entry]) -> str:
-    return json.dumps([[level, index, size, format_at(at)] for level, index, size, at in lines])
+    return json.dumps(entries_json(lines))
+
+
+def steps_json(steps: Mapping[str, StepOutline]) -> str:
+    """Each agent's step outline as the `steps` column holds it, agents in code-point order."""
+    return json.dumps(
+        {
+            agent: {
+                "lines": entries_json(o.lines),
+                "bytes": o.bytes,
+                "boundary": o.boundary,
+                "draining": o.draining,
+            }
+            for agent, o in sorted(steps.items())
+        },
+        ensure_ascii=False,
+    )
+
+
+def steps_from_json(text: str) -> dict[str, StepOutline]:
+    return {
+        agent: StepOutline(
+            lines=entries(o["lines"]),
+            bytes=o["bytes"],
+            boundary=o["boundary"],
+            draining=o["draining"],
+        )
+        for agent, o in json.loads(text).items()
+    }
 
 
 def outline_from_row(row: Sequence[Any], tail: Sequence[Sequence[Any]]) -> Outline:
     (thread, epoch, lines, size, boundary, since, cut_at, gone, _start, tokens, draining,
-     position, version) = row  # fmt: skip
+     position, version, floor, steps) = row  # fmt: skip
     return Outline(
         thread=thread,
         epoch=epoch,
         version=version,
-        lines=[(lv, ix, by, datetime.fromisoformat(at)) for lv, ix, by, at in json.loads(lines)],
+        floor=floor,
+        steps=steps_from_json(steps),
+        lines=entries(json.loads(lines)),
         bytes=size,
         boundary=boundary,
         since=parse(since),
@@ -237,19 +296,19 @@ def outline_update(after: Outline, *, lines_changed: bool) -> tuple[str, list[An
     """The SET clause and its values for a commit (lines only when they changed)."""
     start = after.tail[0].seq if after.tail else after.position + 1
     columns = ["bytes", "boundary", "since", "cut_at", "gone", "tail_start", "tokens", "draining",
-               "position"]  # fmt: skip
+               "position", "floor"]  # fmt: skip
     values: list[Any] = [
         after.bytes, after.boundary, when(after.since), when(after.cut_at), when(after.gone),
-        start, after.tokens, after.draining, after.position,
+        start, after.tokens, after.draining, after.position, after.floor,
     ]  # fmt: skip
     if lines_changed:
-        columns.append("lines")
-        values.append(lines_json(after.lines))
+        columns += ["lines", "steps"]
+        values += [lines_json(after.lines), steps_json(after.steps)]
     return ", ".join(f"{c} = ?" for c in columns), values
 
 
 INSERT_CALL = f"""
-INSERT INTO call ({CALL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO call ({CALL_COLUMNS}) VALUES ({marks(CALL_COLUMNS)})
 ON CONFLICT (thread, key) DO UPDATE SET
     answers = excluded.answers, line = excluded.line, outcome = excluded.outcome,
     input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens
@@ -269,15 +328,16 @@ def call_row(ask: Ask, model: str, n: int) -> tuple[Any, ...]:
         ask.thread, call_key(model, ask.prompts), n, model, ask.level, ask.index,
         json.dumps(list(ask.prompts), ensure_ascii=False),
         json.dumps(list(ask.answers), ensure_ascii=False),
-        ask.line, ask.outcome, ask.input_tokens, ask.output_tokens,
+        ask.line, ask.outcome, ask.input_tokens, ask.output_tokens, ask.agent,
     )  # fmt: skip
 
 
 def ask_from_row(row: Sequence[Any]) -> Ask:
     (thread, _key, _n, _model, level, index, prompts, answers, line, outcome, input_tokens,
-     output_tokens) = row  # fmt: skip
+     output_tokens, agent) = row  # fmt: skip
     return Ask(
         thread=thread,
+        agent=agent,
         level=level,
         index=index,
         prompts=tuple(json.loads(prompts)),
@@ -316,16 +376,18 @@ SELECT idx, at FROM message WHERE thread = ? AND NOT step AND idx IN ({})
 
 def first_indexes(nodes: Sequence[Summary]) -> list[int]:
     """The index of the first message each node covers."""
-    return sorted({node.index * 2**node.level for node in nodes})
+    return sorted({node.index * 2**node.level for node in nodes if not node.agent})
 
 
 def line_search_rows(
     nodes: Sequence[Summary], firsts: dict[int, str], language: str
 ) -> list[tuple[Any, ...]]:
-    """The search rows of lines, given the `at` of their first messages by index (a line whose
-    first message is not stored counts from its own `at`)."""
+    """The search rows of the shared tree's lines, given the `at` of their first messages by
+    index (a line whose first message is not stored counts from its own `at`)."""
     found = []
     for node in nodes:
+        if node.agent:
+            continue  # a step tree's lines are not indexed yet
         first = firsts.get(node.index * 2**node.level)
         since = datetime.fromisoformat(first) if first is not None else node.at
         found.append(line_search_row(node, since, language))
@@ -377,7 +439,8 @@ def outline_row(outline: Outline) -> tuple[Any, ...]:
     start = o.tail[0].seq if o.tail else o.position + 1
     return (
         o.thread, uuid.uuid4().hex, lines_json(o.lines), o.bytes, o.boundary, when(o.since),
-        when(o.cut_at), when(o.gone), start, o.tokens, o.draining, o.position, 0,
+        when(o.cut_at), when(o.gone), start, o.tokens, o.draining, o.position, 0, o.floor,
+        steps_json(o.steps),
     )  # fmt: skip
 
 
@@ -386,5 +449,5 @@ def loaded_message_row(stored: Stored) -> tuple[Any, ...]:
     m = stored.message
     return (
         m.id, m.thread, stored.seq, stored.index, m.author, m.to, m.text, format_at(m.at), m.step,
-        m.files_json(), stored.weight,
+        m.files_json(), stored.weight, stored.step_index,
     )  # fmt: skip

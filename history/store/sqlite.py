@@ -267,7 +267,7 @@ class SQLiteStore:
             placed = next(iter(db.execute(rows.INSERT_MESSAGE, args).fetchall()), None)
             if placed is None:
                 return None, db.execute(queries.MESSAGE, (message.id,)).fetchone()
-            seq, index = placed
+            seq, index, _ = placed
             if index is not None:
                 db.execute(_INSERT_SEARCH, rows.message_search_row(message, index, language))
             if seq == 0:
@@ -278,8 +278,8 @@ class SQLiteStore:
         if placed is None:
             rows.check_redelivery(message, rows.stored_from_row(found))
             return None
-        seq, index = placed
-        return Stored(message=message, seq=seq, index=index, weight=weight)
+        seq, index, step_index = placed
+        return Stored(message=message, seq=seq, index=index, weight=weight, step_index=step_index)
 
     async def outline(self, thread: str) -> Outline | None:
         read_only = self._read_only
@@ -318,15 +318,17 @@ class SQLiteStore:
         )
         return [rows.stored_from_row(r) for r in found]
 
-    async def summary(self, thread: str, level: int, index: int) -> Summary | None:
+    async def summary(
+        self, thread: str, level: int, index: int, *, agent: str = ""
+    ) -> Summary | None:
         row = await self._call(
-            lambda db: db.execute(queries.SUMMARY, (thread, level, index)).fetchone()
+            lambda db: db.execute(queries.SUMMARY, (thread, agent, level, index)).fetchone()
         )
         return None if row is None else rows.summary_from_row(row)
 
     async def summaries(self, thread: str | None = None) -> list[Summary]:
         where, args = ("WHERE thread = ?", (thread,)) if thread is not None else ("", ())
-        sql = f"SELECT {SUMMARY_COLUMNS} FROM summary {where} ORDER BY thread, level, idx"
+        sql = f"SELECT {SUMMARY_COLUMNS} FROM summary {where} ORDER BY thread, agent, level, idx"
         found = await self._call(lambda db: db.execute(sql, args).fetchall())
         return [rows.summary_from_row(r) for r in found]
 
@@ -412,11 +414,15 @@ class SQLiteStore:
         found = await self._call(lambda db: db.execute(sql, args).fetchall())
         return [rows.ask_from_row(r) for r in found]
 
-    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
+    async def nodes(
+        self, thread: str, keys: Sequence[tuple[int, int]], *, agent: str = ""
+    ) -> list[Summary]:
         if not keys:
             return []
         wanted = json.dumps([list(key) for key in keys])
-        found = await self._call(lambda db: db.execute(queries.NODES, (wanted, thread)).fetchall())
+        found = await self._call(
+            lambda db: db.execute(queries.NODES, (wanted, thread, agent)).fetchall()
+        )
         by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
         return [by_key[key] for key in keys if key in by_key]
 
@@ -590,7 +596,9 @@ async def _thread_records(db: aiosqlite.Connection, thread: str) -> ThreadRecord
         return f"SELECT {columns} FROM {table} WHERE thread = ? ORDER BY {order}"
 
     messages = await db.execute_fetchall(select(MESSAGE_COLUMNS, "message", "seq"), (thread,))
-    nodes = await db.execute_fetchall(select(SUMMARY_COLUMNS, "summary", "level, idx"), (thread,))
+    nodes = await db.execute_fetchall(
+        select(SUMMARY_COLUMNS, "summary", "agent, level, idx"), (thread,)
+    )
     calls = await db.execute_fetchall(select(CALL_COLUMNS, "call", "n"), (thread,))
     row = await _one(db, f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?", thread)
     if row is None and not (messages or nodes or calls):
@@ -636,11 +644,11 @@ async def _apply(db: aiosqlite.Connection, plan: records.Plan, language: str) ->
         await db.execute("DELETE FROM summary WHERE thread = ?", (plan.thread,))
         await db.execute("DELETE FROM search WHERE thread = ? AND line", (plan.thread,))
     await db.executemany(
-        f"INSERT INTO message ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        rows.insert("message", MESSAGE_COLUMNS),
         [rows.loaded_message_row(s) for s in plan.messages],
     )
     await db.executemany(
-        f"INSERT INTO summary ({SUMMARY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+        rows.insert("summary", SUMMARY_COLUMNS),
         [rows.summary_row(node) for node in plan.summaries],
     )
     await db.executemany(
@@ -655,9 +663,7 @@ async def _apply(db: aiosqlite.Connection, plan: records.Plan, language: str) ->
     await db.executemany(rows.INSERT_CALL, [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
     if plan.write == "create":
         row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)
-        await db.execute(
-            f"INSERT INTO outline ({OUTLINE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", row
-        )
+        await db.execute(rows.insert("outline", OUTLINE_COLUMNS), row)
     elif plan.write == "update":
         assert plan.outline is not None
         assignments, values = rows.outline_update(plan.outline, lines_changed=True)
