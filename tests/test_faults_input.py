@@ -358,7 +358,7 @@ INCONSISTENT: dict[str, tuple[Callable[[list[dict[str, Any]]], object], str]] = 
     ),
     "a boundary past the lines": (
         lambda r: first(r, "outline").update(boundary=first(r, "outline")["boundary"] + 1),
-        "the outline of thread 't' has boundary 13, where its records make 12",
+        "the outline of thread 't' has boundary 12, where its records make 11",
     ),
     "a node past the messages": (
         lambda r: first(r, "summary", level=0, index=0).update(index=400),
