@@ -44,8 +44,9 @@ def built(capsys: pytest.CaptureFixture[str], db: Path) -> tuple[Any, Any]:
 
 
 def test_a_thread_records_the_settings_it_is_first_processed_with(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the settings on one line, however many there are
     db = tmp_path / "h.sqlite"
     assert run(capsys, "ingest", EXAMPLE, "--tail", "40,80", "--kept", "2", "--db", db)[0] == 0
     settings, _ = built(capsys, db)
