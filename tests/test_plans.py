@@ -111,16 +111,17 @@ def long_and_short(tmp_path: Path) -> Iterator[sqlite3.Connection]:
         db.execute("BEGIN")
         for thread, count in (("short", 20), ("long", 5_000)):
             db.executemany(
-                f"INSERT INTO message ({rows.MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                rows.insert("message", rows.MESSAGE_COLUMNS),
                 [
                     (f"{thread}-{k}", thread, k, None if k % 3 == 2 else k - k // 3, "a", "",
-                     "x", "2026-01-01T00:00:00+00:00", k % 3 == 2, "[]", 1)
+                     "x", "2026-01-01T00:00:00+00:00", k % 3 == 2, "[]", 1,
+                     k // 3 if k % 3 == 2 else None)
                     for k in range(count)
                 ],
             )  # fmt: skip
             db.executemany(
-                f"INSERT INTO call ({rows.CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(thread, f"key-{k}", k, "m", 0, k, "[]", "[]", "x", "ok", 1, 1)
+                rows.insert("call", rows.CALL_COLUMNS),
+                [(thread, f"key-{k}", k, "m", 0, k, "[]", "[]", "x", "ok", 1, 1, "")
                  for k in range(count)],
             )  # fmt: skip
         db.execute("COMMIT")

@@ -50,13 +50,17 @@ class Counting(SQLiteStore):
         self.pending_rows += len(found)
         return found
 
-    async def summary(self, thread: str, level: int, index: int) -> Summary | None:
+    async def summary(
+        self, thread: str, level: int, index: int, *, agent: str = ""
+    ) -> Summary | None:
         self.node_reads += 1
-        return await super().summary(thread, level, index)
+        return await super().summary(thread, level, index, agent=agent)
 
-    async def nodes(self, thread: str, keys: Sequence[tuple[int, int]]) -> list[Summary]:
+    async def nodes(
+        self, thread: str, keys: Sequence[tuple[int, int]], *, agent: str = ""
+    ) -> list[Summary]:
         self.nodes_reads += 1
-        return await super().nodes(thread, keys)
+        return await super().nodes(thread, keys, agent=agent)
 
     async def message(self, id: str) -> Stored | None:
         self.reads += 1
