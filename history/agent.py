@@ -165,7 +165,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             Args:
                 query: the words to look for.
             """
-            hits = await search(history, thread, query)
+            hits = await search(history, thread, query, agent=agent)
             if not hits:
                 return f"nothing in this conversation matches {query!r}"
             return "\n".join(f"{hit.label}|{hit.text}" for hit in hits)

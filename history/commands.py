@@ -108,6 +108,9 @@ def register(commands: Any, *, budgets: Budgets) -> None:
     search.add_argument("thread")
     search.add_argument("words", nargs="+")
     search.add_argument("--limit", type=positive, default=10, help="the most results shown (10)")
+    search.add_argument(
+        "--agent", default="", help="also search this agent's own steps and step lines"
+    )
     db(search)
     json_option(search)
 
@@ -408,7 +411,7 @@ async def _read_side(args: argparse.Namespace) -> int:
                 sys.stdout.write(f"{opened.text}\n")
         else:
             query = " ".join(args.words)
-            hits = await search(history, thread, query, limit=args.limit)
+            hits = await search(history, thread, query, limit=args.limit, agent=args.agent or None)
             if args.json:
                 print_json({"thread": thread, "query": query, "hits": [
                     {"label": h.label, "level": h.level, "index": h.index, "text": h.text,

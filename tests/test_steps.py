@@ -324,3 +324,29 @@ async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: 
     assert len(seen["south"]) == len(seen[None]) == 1
     assert whole.message is not None and whole.message.text == f"{TOOL} #0"
     assert [n.label for n in pair.lines] == ["s0+1", "s1+1"]
+
+
+async def test_an_agent_finds_an_early_tool_result_by_search_and_zoom(
+    database: str, tmp_path: Path
+) -> None:
+    from history.view import search, zoom
+
+    settings = HistorySettings(summarizer="echo", line=96, tail=(100, 300), kept=1)
+    early = step(1, "The weather service says: Lisbon, 23 degrees and sunny on Friday")
+    said = [message(0, "What is the weather in Lisbon?", to="north"), early]
+    said += [step(n, f"{TOOL} #{n}") for n in range(2, 30)]
+    # Enough said after the steps for the tail to outgrow its floor and cut them out.
+    said += [message(n, f"and then {n} " + "word " * 40, author="north") for n in range(30, 40)]
+    async with History(settings, store=database, pause=0.0) as history:
+        for m in said:
+            await history.message_created(m)
+        await history.wait()
+        outline = await history.outline("t")
+        hits = await search(history, "t", "weather Lisbon sunny", agent="north")
+        others = await search(history, "t", "sunny degrees", agent="south")
+        nobody = await search(history, "t", "sunny degrees")
+        assert outline is not None and outline.steps["north"].boundary > 1  # it left the tail
+        first = next(h for h in hits if h.agent == "north" and h.label == "s0+1")
+        opened = await zoom(history, "t", first.label, agent="north")
+    assert opened.message is not None and opened.message.text == early.text
+    assert all(h.agent != "north" for h in others + nobody)  # nobody else finds north's steps

@@ -261,10 +261,12 @@ class PostgresStore:
                 rows.check_redelivery(message, rows.stored_from_row(_values(found)))
                 return None
             seq, index, step_index = placed
-            if index is not None:
-                await db.execute(
-                    INSERT_SEARCH, *rows.message_search_row(message, index, self.language)
-                )
+            stored = Stored(
+                message=message, seq=seq, index=index, weight=weight, step_index=step_index
+            )
+            indexed = rows.stored_search_rows([stored], self.language)
+            if indexed:
+                await db.executemany(INSERT_SEARCH, indexed)
             if seq == 0:
                 await db.execute(
                     f"INSERT INTO outline ({OUTLINE_COLUMNS}) "

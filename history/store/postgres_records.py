@@ -111,13 +111,9 @@ async def apply(db: Connection, plan: records.Plan, language: str) -> None:
             rows.insert("message", MESSAGE_COLUMNS, dialect=PG),
             [rows.loaded_message_row(s) for s in plan.messages],
         )
-        shared = [s for s in plan.messages if s.index is not None and not s.message.step]
-        if shared:
-            await db.executemany(
-                INSERT_SEARCH,
-                [rows.message_search_row(s.message, s.index, language) for s in shared
-                 if s.index is not None],
-            )  # fmt: skip
+        indexed = rows.stored_search_rows(plan.messages, language)
+        if indexed:
+            await db.executemany(INSERT_SEARCH, indexed)
     if plan.summaries:
         await db.executemany(
             rows.insert("summary", SUMMARY_COLUMNS, dialect=PG),

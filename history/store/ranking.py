@@ -161,7 +161,7 @@ def hits(ranked: Sequence[Ranked], details: Mapping[Key, Detail]) -> list[Hit]:
         agent, _, level, index = r.key
         found.append(
             Hit(
-                label=label(level, index),
+                label=label(level, index, agent=agent),
                 level=level,
                 index=index,
                 text=detail.text,
@@ -253,7 +253,7 @@ def _listed(ranked: Sequence[Ranked], limit: int) -> list[Ranked]:
     labels: set[tuple[str, str]] = set()
     for r in ranked:
         agent, line, level, index = r.key
-        name = (agent, label(level, index))
+        name = (agent, label(level, index, agent=agent))
         if (line and not r.held - covered) or name in labels:
             continue
         covered |= r.held

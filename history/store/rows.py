@@ -349,21 +349,38 @@ def ask_from_row(row: Sequence[Any]) -> Ask:
     )
 
 
-def message_search_row(message: Message, index: int, language: str) -> tuple[Any, ...]:
-    """A shared message's search row: its line (`line_of`) and its day, stemmed in `language`."""
+def message_search_row(
+    message: Message, index: int, language: str, *, agent: str = ""
+) -> tuple[Any, ...]:
+    """A message's search row: its line (`line_of`) and its day, stemmed in `language`; a
+    step's is its agent's, at its step index."""
     m, at = message, format_at(message.at)
     found = terms.indexed(line_of(m), m.at, m.at, language)
-    words = terms.keyed(terms.key(m.thread, ""), found)
-    return (m.thread, "", False, 0, index, m.id, at, at, line_of(m), words, len(found))
+    words = terms.keyed(terms.key(m.thread, agent), found)
+    return (m.thread, agent, False, 0, index, m.id, at, at, line_of(m), words, len(found))
+
+
+def stored_search_rows(messages: Sequence[Stored], language: str) -> list[tuple[Any, ...]]:
+    """The search rows of stored messages: shared ones at their index, steps in their agent's
+    tree at their step index (a step stored before step trees, with no agent, is not indexed)."""
+    found = []
+    for s in messages:
+        m = s.message
+        if not m.step and s.index is not None:
+            found.append(message_search_row(m, s.index, language))
+        elif m.step and m.author and s.step_index is not None:
+            found.append(message_search_row(m, s.step_index, language, agent=m.author))
+    return found
 
 
 def line_search_row(node: Summary, since: datetime, language: str) -> tuple[Any, ...]:
     """A line's search row: its text and the days from `since` (its first message's) to its
     `at`, stemmed in `language`."""
     found = terms.indexed(node.text, since, node.at, language)
-    words = terms.keyed(terms.key(node.thread, ""), found)
+    words = terms.keyed(terms.key(node.thread, node.agent), found)
     return (
-        node.thread, "", True, node.level, node.index, None, format_at(since), format_at(node.at),
+        node.thread, node.agent, True, node.level, node.index, None, format_at(since),
+        format_at(node.at),
         node.text, words, len(found),
     )  # fmt: skip
 
@@ -382,13 +399,12 @@ def first_indexes(nodes: Sequence[Summary]) -> list[int]:
 def line_search_rows(
     nodes: Sequence[Summary], firsts: dict[int, str], language: str
 ) -> list[tuple[Any, ...]]:
-    """The search rows of the shared tree's lines, given the `at` of their first messages by
-    index (a line whose first message is not stored counts from its own `at`)."""
+    """The search rows of lines, given the `at` of their first messages by index (a line whose
+    first message is not stored counts from its own `at`)."""
     found = []
     for node in nodes:
-        if node.agent:
-            continue  # a step tree's lines are not indexed yet
-        first = firsts.get(node.index * 2**node.level)
+        # `firsts` are shared messages': a step tree's line counts from its own `at`.
+        first = None if node.agent else firsts.get(node.index * 2**node.level)
         since = datetime.fromisoformat(first) if first is not None else node.at
         found.append(line_search_row(node, since, language))
     return found
@@ -412,13 +428,10 @@ def detail_from_row(row: Sequence[Any]) -> tuple[Key, Detail]:
 def thread_search_rows(
     messages: Sequence[Stored], nodes: Sequence[Summary], language: str
 ) -> list[tuple[Any, ...]]:
-    """The search rows of a thread's shared messages and lines (an index being rebuilt)."""
+    """The search rows of a thread's messages and lines (an index being rebuilt)."""
     shared = [s for s in messages if s.index is not None and not s.message.step]
     firsts = {s.index: format_at(s.message.at) for s in shared if s.index is not None}
-    found = [
-        message_search_row(s.message, s.index, language) for s in shared if s.index is not None
-    ]
-    return found + line_search_rows(nodes, firsts, language)
+    return stored_search_rows(messages, language) + line_search_rows(nodes, firsts, language)
 
 
 def corpora(found: Sequence[Sequence[Any]]) -> tuple[Corpus, Corpus]:

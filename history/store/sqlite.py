@@ -267,9 +267,11 @@ class SQLiteStore:
             placed = next(iter(db.execute(rows.INSERT_MESSAGE, args).fetchall()), None)
             if placed is None:
                 return None, db.execute(queries.MESSAGE, (message.id,)).fetchone()
-            seq, index, _ = placed
-            if index is not None:
-                db.execute(_INSERT_SEARCH, rows.message_search_row(message, index, language))
+            seq, index, step_index = placed
+            stored = Stored(
+                message=message, seq=seq, index=index, weight=weight, step_index=step_index
+            )
+            db.executemany(_INSERT_SEARCH, rows.stored_search_rows([stored], language))
             if seq == 0:
                 db.execute(queries.NEW_OUTLINE, rows.new_outline_row(message.thread))
             return placed, None
@@ -651,14 +653,7 @@ async def _apply(db: aiosqlite.Connection, plan: records.Plan, language: str) ->
         rows.insert("summary", SUMMARY_COLUMNS),
         [rows.summary_row(node) for node in plan.summaries],
     )
-    await db.executemany(
-        _INSERT_SEARCH,
-        [
-            rows.message_search_row(s.message, s.index, language)
-            for s in plan.messages
-            if s.index is not None and not s.message.step
-        ],
-    )
+    await db.executemany(_INSERT_SEARCH, rows.stored_search_rows(plan.messages, language))
     await _index_lines(db, plan.thread, plan.summaries, language)
     await db.executemany(rows.INSERT_CALL, [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
     if plan.write == "create":
