@@ -139,7 +139,7 @@ async def test_search_finds_the_rebuilt_lines_once(database: str) -> None:
         assert {n.text for n in nodes} != before
         hits = await store.search("t", nodes[-1].text, 400)
     found = await anyio.to_thread.run_sync(
-        run_sql, database, "SELECT count(*) FROM search WHERE message IS NULL"
+        run_sql, database, "SELECT count(*) FROM search WHERE message IS NULL AND agent = ''"
     )
     assert found == [(len(nodes),)]
     assert any(h.level == nodes[-1].level and h.index == nodes[-1].index for h in hits)
