@@ -134,8 +134,11 @@ def chat_history_settings(budget: int) -> HistorySettings:
 class ChatHistory:
     """The plugin itself, on an in-memory store, with the shared summarizer behaviour."""
 
+    cut_gap = True
+    """SPEC version 2's cut gap; the variant without it runs beside, to measure what it does."""
+
     def __init__(self, setup: Setup) -> None:
-        self.settings = chat_history_settings(setup.budget)
+        self.settings = chat_history_settings(setup.budget).with_changes(cut_gap=self.cut_gap)
         self.compressor = Compressor(setup.behaviour)
         self.usage = self.compressor.usage
         self.thread = setup.conversation.thread
@@ -181,8 +184,15 @@ class ChatHistory:
         await self.history.__aexit__(None, None, None)
 
 
+class ChatHistoryNoGap(ChatHistory):
+    """chat-outline with the chapter's cut rule (`cut_gap=False`): not a peer, a control."""
+
+    cut_gap = False
+
+
 CORE: dict[str, Factory] = {
     "chat-outline": ChatHistory,
+    "chat-outline-no-gap": ChatHistoryNoGap,
     "full-history": FullHistory,
     "rolling-window": RollingWindow,
 }

@@ -23,6 +23,8 @@ from .scale import Scale
 from .speed import Throughput, ViewTime
 
 OURS = "chat-outline"
+CONTROLS = ("chat-outline-no-gap",)
+"""chat-outline itself with another setting: shown beside it, never counted as a peer."""
 PEER = "langchain-middleware"
 COSTS = {"anthropic_cost": "Anthropic-style", "openai_cost": "OpenAI-style"}
 
@@ -47,7 +49,9 @@ def cheapest(runs: Sequence[Run], reference: int) -> Target:
         others = [
             r
             for r in runs
-            if r.corpus == ours.corpus and r.strategy != OURS and r.budget in (ours.budget, None)
+            if r.corpus == ours.corpus
+            and r.strategy not in (OURS, *CONTROLS)
+            and r.budget in (ours.budget, None)
         ]
         for cost, label in COSTS.items():
             for other in others:
@@ -95,7 +99,9 @@ def frontier(runs: Sequence[Run], cost: str = "anthropic_cost") -> Target:
         ours = [
             (r.total(cost), r.recall) for r in runs if r.corpus == corpus and r.strategy == OURS
         ]
-        for other in (r for r in runs if r.corpus == corpus and r.strategy != OURS):
+        for other in (
+            r for r in runs if r.corpus == corpus and r.strategy not in (OURS, *CONTROLS)
+        ):
             c = other.total(cost)
             reach = max((recall for mine, recall in ours if mine <= c), default=0.0)
             if other.recall > reach + 1e-9:
