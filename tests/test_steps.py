@@ -350,3 +350,22 @@ async def test_an_agent_finds_an_early_tool_result_by_search_and_zoom(
         opened = await zoom(history, "t", first.label, agent="north")
     assert opened.message is not None and opened.message.text == early.text
     assert all(h.agent != "north" for h in others + nobody)  # nobody else finds north's steps
+
+
+async def test_a_store_indexed_again_keeps_each_agents_steps_searchable(
+    database: str,
+) -> None:
+    from history.view import search
+
+    settings = HistorySettings(summarizer="echo", line=96, tail=(100, 300), kept=1)
+    said = [message(0, "What is the weather in Lisbon?", to="north")]
+    said.append(step(1, "The weather service says: Lisbon, sunny on Friday"))
+    async with History(settings, store=database, pause=0.0) as history:
+        for m in said:
+            await history.message_created(m)
+        await history.wait()
+    # Another search language indexes the whole store again, steps included.
+    again = settings.with_changes(search_language="simple")
+    async with History(again, store=database, pause=0.0) as history:
+        hits = await search(history, "t", "sunny", agent="north")
+    assert [(h.agent, h.label) for h in hits] == [("north", "s0+1")]

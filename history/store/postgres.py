@@ -228,7 +228,7 @@ class PostgresStore:
         await db.execute("DELETE FROM search_language")
         for (thread,) in await db.fetch("SELECT DISTINCT thread FROM message"):
             messages = await db.fetch(
-                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = $1 AND NOT step", thread
+                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = $1", thread
             )
             nodes = await db.fetch(
                 f"SELECT {SUMMARY_COLUMNS} FROM summary WHERE thread = $1", thread

@@ -231,7 +231,7 @@ class SQLiteStore:
             threads = await db.execute_fetchall("SELECT DISTINCT thread FROM message")
             for (thread,) in threads:
                 messages = await db.execute_fetchall(
-                    f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND NOT step",
+                    f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ?",
                     (thread,),
                 )
                 nodes = await db.execute_fetchall(
