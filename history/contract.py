@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, NoReturn
@@ -141,6 +141,11 @@ Entry = tuple[int, int, int, datetime]
 """An outline line: `(level, index, bytes, at)`, `at` the newest instant the node covers."""
 
 
+def entries_json(lines: Iterable[Entry]) -> list[list[Any]]:
+    """Outline lines as JSON: `[level, index, bytes, at]`, `at` as `format_at` writes it."""
+    return [[level, index, size, format_at(at)] for level, index, size, at in lines]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Summary:
     """A node of a tree: the line at `level`, `index`, over `2**level` shared messages, or over
@@ -163,13 +168,6 @@ class Summary:
         """`"{first}+{count}"`; `"s{first}+{count}"` for a node of a step tree."""
         span = 2**self.level
         return f"{'s' if self.agent else ''}{self.index * span}+{span}"
-
-    @property
-    def id(self) -> str:
-        """`"{thread}:{level}:{index}"`; `"{thread}:{agent}:s{level}:{index}"` in a step tree."""
-        if self.agent:
-            return f"{self.thread}:{self.agent}:s{self.level}:{self.index}"
-        return f"{self.thread}:{self.level}:{self.index}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -251,6 +249,15 @@ class StepOutline:
 
     def copy(self) -> StepOutline:
         return replace(self, lines=list(self.lines))
+
+    def to_json(self) -> dict[str, Any]:
+        """As the trace prints it and the outline row keeps it."""
+        return {
+            "lines": entries_json(self.lines),
+            "bytes": self.bytes,
+            "boundary": self.boundary,
+            "draining": self.draining,
+        }
 
 
 @dataclass(kw_only=True)

@@ -130,11 +130,6 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **explicit: Any)
     return HistorySettings(**given)
 
 
-def parse_steps(text: str) -> tuple[int, int] | None:
-    """Read `--steps`: `"MIN,MAX"`, or the word `none` for steps that leave without a line."""
-    return None if text.strip().lower() == "none" else parse_pair(text, name="steps")
-
-
 def parse_pair(text: str, *, name: str) -> tuple[int, int]:
     """Read `"40,80"` as `(40, 80)`; anything else is a ConfigurationError naming `name`."""
     parts = text.split(",")

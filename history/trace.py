@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .contract import Entry, Message, Outline, Summary, format_at
+from .contract import Message, Outline, Summary, entries_json, format_at
 from .errors import InputError
 from .limits import loads
 from .settings import HistorySettings
@@ -50,7 +50,7 @@ def outline_json(o: Outline) -> Json:
 
     return {
         "thread": o.thread,
-        "lines": entries(o.lines),
+        "lines": entries_json(o.lines),
         "bytes": o.bytes,
         "boundary": o.boundary,
         "since": at(o.since),
@@ -58,20 +58,8 @@ def outline_json(o: Outline) -> Json:
         "tokens": o.tokens,
         "draining": o.draining,
         "tail": [[t.id, t.weight, format_at(t.at), t.step] for t in o.tail],
-        "steps": {
-            agent: {
-                "lines": entries(steps.lines),
-                "bytes": steps.bytes,
-                "boundary": steps.boundary,
-                "draining": steps.draining,
-            }
-            for agent, steps in sorted(o.steps.items())
-        },
+        "steps": {agent: steps.to_json() for agent, steps in sorted(o.steps.items())},
     }
-
-
-def entries(lines: Iterable[Entry]) -> list[list[Any]]:
-    return [[level, index, size, format_at(when)] for level, index, size, when in lines]
 
 
 async def snapshot(history: History, asks: Iterable[Ask]) -> Json:

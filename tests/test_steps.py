@@ -12,7 +12,7 @@ import pytest
 
 from history import History, HistorySettings, InputError, Message
 from history.carry import export, read_records
-from history.lines import line_of
+from history.lines import line_of, node_id
 from history.rebuild import rebuild
 from history.store import open_store
 from history.store import rows as store_rows
@@ -50,7 +50,7 @@ async def test_a_step_that_leaves_gets_a_line_in_its_agents_tree(open_history: A
     ]  # fmt: skip
     # Short answers join up the tree without a call.
     assert {(n.level, n.index): n.text for n in steps}[(2, 0)] == "T0\nT1\nT2\nT3"
-    assert steps[0].label == "s0+1" and steps[0].id == "t:north:s0:0"
+    assert steps[0].label == "s0+1" and node_id("t", 0, 0, agent=steps[0].agent) == "t:north:s0:0"
     assert next(n for n in steps if n.level == 2).label == "s0+4"
     # The shared tree numbers shared messages only: no step took an index.
     assert all(n.message is None or n.message.endswith(("-0", "-5", "-6")) for n in nodes

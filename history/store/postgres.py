@@ -43,7 +43,6 @@ from .rows import (
     CANDIDATE_COLUMNS,
     DETAIL_COLUMNS,
     MESSAGE_COLUMNS,
-    OUTLINE_COLUMNS,
     PG,
     SUMMARY_COLUMNS,
     THREAD_COLUMNS,
@@ -269,10 +268,7 @@ class PostgresStore:
                 await db.executemany(INSERT_SEARCH, indexed)
             if seq == 0:
                 await db.execute(
-                    f"INSERT INTO outline ({OUTLINE_COLUMNS}) "
-                    f"VALUES ({rows.marks(OUTLINE_COLUMNS, dialect=PG)}) "
-                    "ON CONFLICT (thread) DO NOTHING",
-                    *rows.new_outline_row(message.thread),
+                    rows.numbered(queries.NEW_OUTLINE), *rows.new_outline_row(message.thread)
                 )
         return Stored(message=message, seq=seq, index=index, weight=weight, step_index=step_index)
 

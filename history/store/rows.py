@@ -23,6 +23,7 @@ from ..contract import (
     Stored,
     Summary,
     TailItem,
+    entries_json,
     format_at,
 )
 from ..errors import ConflictError
@@ -227,10 +228,6 @@ def new_outline_row(thread: str) -> tuple[Any, ...]:
     return (thread, uuid.uuid4().hex, "[]", 0, 0, None, None, None, 0, 0, False, -1, 0, 0, "{}")
 
 
-def entries_json(lines: Sequence[Entry]) -> list[list[Any]]:
-    return [[level, index, size, format_at(at)] for level, index, size, at in lines]
-
-
 def entries(value: Sequence[Sequence[Any]]) -> list[Entry]:
     return [(lv, ix, by, datetime.fromisoformat(at)) for lv, ix, by, at in value]
 
@@ -241,18 +238,7 @@ def lines_json(lines: Sequence[Entry]) -> str:
 
 def steps_json(steps: Mapping[str, StepOutline]) -> str:
     """Each agent's step outline as the `steps` column holds it, agents in code-point order."""
-    return json.dumps(
-        {
-            agent: {
-                "lines": entries_json(o.lines),
-                "bytes": o.bytes,
-                "boundary": o.boundary,
-                "draining": o.draining,
-            }
-            for agent, o in sorted(steps.items())
-        },
-        ensure_ascii=False,
-    )
+    return json.dumps({a: o.to_json() for a, o in sorted(steps.items())}, ensure_ascii=False)
 
 
 def steps_from_json(text: str) -> dict[str, StepOutline]:
