@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import ceil
 
+from history.contract import Reply, Task
 from history.lines import size
-from history.summarizer import INSTRUCTIONS, Reply, Task
+from history.summarizer import INSTRUCTIONS
 
 from .cache import count
 

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import anyio
 
-from history.contract import Message
+from history.contract import Ask, Message, Reply, Task
 from history.plugin import History
 from history.settings import HistorySettings
-from history.summarizer import Ask, Reply, Task
 
 from .corpora import START
 from .synthetic import paragraph

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from history.contract import Message, Outline, Stored, Summary
+from history.contract import Message, Outline, Stored, Summary, Task
 from history.plugin import History
 from history.processors.compact import compact
 from history.processors.summarize import Nodes
@@ -36,7 +36,7 @@ from history.processors.weight import weight
 from history.settings import HistorySettings
 from history.store import open_store, rows
 from history.store.sqlite import SQLiteStore
-from history.summarizer import Scripted, Task, write
+from history.summarizer import Scripted, write
 from history.trace import snapshot
 from history.view import prompt_text, view
 

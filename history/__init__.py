@@ -5,7 +5,7 @@ import types
 import typing
 
 from .asking import Counters
-from .contract import File, Hit, Message, Outline, Stored, Summary
+from .contract import Ask, File, Hit, Message, Outline, Reply, Stored, Summary, Task
 from .errors import (
     ClosedError,
     ConfigurationError,
@@ -22,7 +22,7 @@ from .errors import (
 from .metering import ThreadUsage, Usage
 from .settings import HistorySettings, settings_from_env
 from .store import Store, open_store
-from .summarizer import Ask, Echo, Reply, Scripted, Summarizer, Task
+from .summarizer import Echo, Scripted, Summarizer
 
 __version__ = "0.1.0"
 

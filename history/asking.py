@@ -20,8 +20,9 @@ from dataclasses import dataclass
 import anyio
 import anyio.lowlevel
 
+from .contract import Reply, Task
 from .errors import SummarizerError, UnpinnedError
-from .summarizer import Exhausted, Reply, Summarizer, Task
+from .summarizer import Exhausted, Summarizer
 
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ from pydantic import (
 
 from .contract import (
     About,
+    Ask,
     Entry,
     File,
     Message,
@@ -46,7 +47,6 @@ from .lines import size
 from .store import Store
 from .store.consistency import LARGEST, TOP_LEVEL
 from .store.records import Call, Loaded, ThreadRecords
-from .summarizer import Ask
 
 FORMAT = 2
 FORMATS = (1, 2)

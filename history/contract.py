@@ -12,6 +12,7 @@ from typing import Any, Literal, NoReturn
 from .errors import InputError
 
 FileKind = Literal["image", "text", "pdf", "other"]
+Outcome = Literal["fit", "cut", "fallback"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -366,3 +367,49 @@ class About:
     settings: str | None = None
     """The settings its tree and outline were built with, as JSON (`settings.recorded`);
     None before it is first processed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Task:
+    """One line to write: the node it is for, the task text, and its `<input>` as placed."""
+
+    thread: str
+    level: int
+    """The level of the node being written (0 for a message's own line)."""
+    index: int
+    """The index of the node being written."""
+    prompt: str
+    """The whole task, as sent."""
+    input: str
+    """The `<input>` text exactly as placed in the task (after any shortening)."""
+    agent: str = ""
+    """The agent whose step tree the node is in; `""` for the shared tree."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """A model's raw answer to one ask, with the tokens the provider reported."""
+
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ask:
+    """A finished conversation: what was sent, what came back, and the line it gave."""
+
+    thread: str
+    level: int
+    index: int
+    prompts: tuple[str, ...]
+    """The user turns sent: the task, then the follow-ups."""
+    answers: tuple[str, ...]
+    """The normalised answers."""
+    line: str
+    input_tokens: int
+    output_tokens: int
+    outcome: Outcome
+    """`fit`: an answer fitted; `cut`: no try fitted; `fallback`: the ask kept failing."""
+    agent: str = ""
+    """The agent whose step tree the node is in; `""` for the shared tree."""

@@ -16,9 +16,10 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from .contract import Ask, Reply, Task
 from .errors import ConfigurationError, UnpinnedError
 from .store.records import Call
-from .summarizer import INSTRUCTIONS, Ask, Exhausted, Reply, Summarizer, Task
+from .summarizer import INSTRUCTIONS, Exhausted, Summarizer
 
 if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings

@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .asking import Asker, Counters, describe
-from .contract import Message, Outline, Stored, Summary
+from .contract import Ask, Message, Outline, Stored, Summary
 from .errors import (
     ClosedError,
     ConfigurationError,
@@ -43,7 +43,7 @@ from .processors.summarize import Nodes, boundaries
 from .processors.weight import encoding, weight
 from .settings import HistorySettings, recorded
 from .store import Store, default_store, open_store
-from .summarizer import Ask, Summarizer, summarizer_for
+from .summarizer import Summarizer, summarizer_for
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pydantic_ai.models import Model
 
 from .asking import request
-from .contract import Outline, Stored
+from .contract import Ask, Outline, Reply, Stored, Task
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .pins import Replay, model_key, pinned
 from .processors.compact import process_one
@@ -31,16 +31,7 @@ from .settings import HistorySettings, built_with, recorded
 from .store import Store
 from .store.records import ThreadRecords
 from .store.sqlite import SQLiteStore
-from .summarizer import (
-    OFFLINE,
-    Ask,
-    Echo,
-    Reply,
-    Scripted,
-    Summarizer,
-    Task,
-    summarizer_for,
-)
+from .summarizer import OFFLINE, Echo, Scripted, Summarizer, summarizer_for
 
 log = logging.getLogger(__name__)
 

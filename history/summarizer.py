@@ -9,9 +9,9 @@ offline, and any other name is a pydantic-ai model.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from .contract import Ask, Outcome, Reply, Task
 from .errors import ConfigurationError, SummarizerError
 from .lines import cut, label, normalize, prefix, size
 
@@ -30,52 +30,6 @@ You compress a chat into short lines, one line per task.
 
 EMPTY_NOTE = "Empty: write the line for the same <input>."
 OFFLINE = ("echo", "scripted")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Task:
-    """One line to write: the node it is for, the task text, and its `<input>` as placed."""
-
-    thread: str
-    level: int
-    """The level of the node being written (0 for a message's own line)."""
-    index: int
-    """The index of the node being written."""
-    prompt: str
-    """The whole task, as sent."""
-    input: str
-    """The `<input>` text exactly as placed in the task (after any shortening)."""
-    agent: str = ""
-    """The agent whose step tree the node is in; `""` for the shared tree."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Reply:
-    """A model's raw answer to one ask, with the tokens the provider reported."""
-
-    text: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
-class Ask:
-    """A finished conversation: what was sent, what came back, and the line it gave."""
-
-    thread: str
-    level: int
-    index: int
-    prompts: tuple[str, ...]
-    """The user turns sent: the task, then the follow-ups."""
-    answers: tuple[str, ...]
-    """The normalised answers."""
-    line: str
-    input_tokens: int
-    output_tokens: int
-    outcome: Literal["fit", "cut", "fallback"]
-    """`fit`: an answer fitted; `cut`: no try fitted; `fallback`: the ask kept failing."""
-    agent: str = ""
-    """The agent whose step tree the node is in; `""` for the shared tree."""
 
 
 class Summarizer(Protocol):
@@ -120,7 +74,7 @@ async def write(task: Task, ask: AskFn, *, limit: int, tries: int) -> Ask:
     answers: list[str] = []
     used = [0, 0]
 
-    def done(line: str, outcome: Literal["fit", "cut", "fallback"]) -> Ask:
+    def done(line: str, outcome: Outcome) -> Ask:
         return Ask(
             thread=task.thread,
             level=task.level,

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .contract import Message, Outline, Summary, entries_json, format_at
+from .contract import Ask, Message, Outline, Summary, entries_json, format_at
 from .errors import InputError
 from .limits import loads
 from .settings import HistorySettings
-from .summarizer import Ask
 
 if TYPE_CHECKING:
     from .plugin import History

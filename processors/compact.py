@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from history.contract import Entry, Outline, StepOutline, Stored, TailItem
+from history.contract import Ask, Entry, Outline, StepOutline, Stored, TailItem, Task
 from history.settings import HistorySettings
 from history.store import Store
-from history.summarizer import Ask, AskFn, Task, write
+from history.summarizer import AskFn, write
 
 from .summarize import LineWriter, Nodes, summarize
 

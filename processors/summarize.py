@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
-from history.contract import Outline, Stored, Summary
+from history.contract import Outline, Stored, Summary, Task
 from history.lines import bound_input, line_of, size
-from history.summarizer import Task
 
 NodeKey = tuple[str, int, int]
 """A node's key in its thread: `(agent, level, index)`."""

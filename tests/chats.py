@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from history import File, History, HistorySettings, Message, Reply, Summarizer, Task
+from history.contract import Ask
 from history.lines import normalize
 from history.store import Store
 from history.store.records import ThreadRecords
-from history.summarizer import Ask
 from history.trace import outline_json, summary_json
 
 from .conftest import message

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from history import History, HistorySettings, Message
+from history.contract import Ask
 from history.store import Store, open_store
-from history.summarizer import Ask
 
 from .stores import KINDS, store_url
 

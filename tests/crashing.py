@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import anyio
 
 from history import History, HistorySettings, Message, Scripted
-from history.summarizer import Reply, Task
+from history.contract import Reply, Task
 
 from .conftest import message
 

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from history import Scripted
-from history.summarizer import Reply, Task
+from history.contract import Reply, Task
 
 from .conftest import message
 

@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from history import Echo, Scripted
-from history.summarizer import Reply, Summarizer, Task
+from history.contract import Reply, Task
+from history.summarizer import Summarizer
 from history.trace import snapshot
 
 from .conftest import message

@@ -10,10 +10,10 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from history import ConfigurationError, History, HistorySettings, ThreadUsage
+from history.contract import Ask
 from history.metering import usage
 from history.rebuild import rebuild
 from history.store.sqlite import SQLiteStore
-from history.summarizer import Ask
 
 from .chats import SMALL, Fickle, ingest, long_chat
 from .conftest import exchange

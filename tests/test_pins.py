@@ -19,11 +19,12 @@ from history import (
     Task,
     UnpinnedError,
 )
+from history.contract import Ask
 from history.pins import model_key, pinned
 from history.store import Store
 from history.store.records import ThreadRecords
 from history.store.sqlite import SQLiteStore
-from history.summarizer import Ask, Exhausted, write
+from history.summarizer import Exhausted, write
 
 from .chats import SMALL, Fickle, ingest, long_chat, trace
 from .conftest import message

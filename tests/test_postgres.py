@@ -10,10 +10,10 @@ import anyio
 import pytest
 
 from history import History, HistorySettings, StoreError
+from history.contract import Ask
 from history.store import open_store
 from history.store.postgres import PostgresStore
 from history.store.rows import MIGRATIONS
-from history.summarizer import Ask
 from history.trace import simulate, snapshot
 
 from .conftest import message

@@ -15,10 +15,9 @@ import anyio
 import pytest
 
 from history import History, HistorySettings, plugin
-from history.contract import Outline, Stored, Summary
+from history.contract import Ask, Outline, Stored, Summary
 from history.errors import StoreError
 from history.store.sqlite import SQLiteStore
-from history.summarizer import Ask
 from history.trace import snapshot
 
 from .conftest import exchange

@@ -12,10 +12,9 @@ import anyio
 import pytest
 
 from history import ClosedError, ConflictError, File, HistorySettings, Message, StoreError, Summary
-from history.contract import Hit, Stored
+from history.contract import Ask, Hit, Stored
 from history.store import Store, open_store, rows
 from history.store.records import ThreadRecords
-from history.summarizer import Ask
 
 from .chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch
 from .conftest import START, message

@@ -10,8 +10,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from history import ConfigurationError, History, HistorySettings
+from history.contract import Reply, Task
 from history.lines import size
-from history.summarizer import EMPTY_NOTE, INSTRUCTIONS, Reply, Task, write
+from history.summarizer import EMPTY_NOTE, INSTRUCTIONS, write
 
 from .conftest import exchange, message
 

@@ -13,9 +13,8 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
-from ..contract import About, Hit, Message, Outline, Stored, Summary
+from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
 from ..errors import ConfigurationError
-from ..summarizer import Ask
 from .records import Loaded, ThreadRecords
 
 

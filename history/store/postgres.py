@@ -31,9 +31,8 @@ import anyio
 import asyncpg
 
 from .. import terms
-from ..contract import About, Hit, Message, Outline, Stored, Summary
+from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
-from ..summarizer import Ask
 from . import queries, ranking, records, rows
 from .claims import DRIVER_ERRORS, Claims, quietly, store_error
 from .postgres_records import INSERT_SEARCH, apply, foreign, index_lines, thread_records

@@ -14,10 +14,9 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from ..contract import About, Outline, Stored, Summary
+from ..contract import About, Ask, Outline, Stored, Summary
 from ..errors import ConflictError, StoreError
 from ..lines import node_id
-from ..summarizer import Ask
 from .consistency import check_thread
 from .rows import ask_from_row, call_key
 

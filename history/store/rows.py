@@ -15,6 +15,7 @@ from typing import Any, Literal
 from .. import terms
 from ..contract import (
     About,
+    Ask,
     Entry,
     File,
     Message,
@@ -28,7 +29,6 @@ from ..contract import (
 )
 from ..errors import ConflictError
 from ..lines import line_of
-from ..summarizer import Ask
 from .ranking import Corpus, Detail, Key, Place, Row
 
 COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"

@@ -23,9 +23,8 @@ import aiosqlite
 import anyio
 
 from .. import terms
-from ..contract import About, Hit, Message, Outline, Stored, Summary
+from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
 from ..errors import ClosedError, StoreError
-from ..summarizer import Ask
 from . import queries, ranking, records, rows
 from .records import Loaded, ThreadRecords
 from .rows import (
