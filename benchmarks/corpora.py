@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from history.contract import Message
-from history.trace import parse_line
+from history.ingest import parse_line
 
 from . import synthetic
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .contract import Ask, Message, Outline, Summary, entries_json, format_at
 from .errors import InputError
-from .limits import loads
+from .ingest import parse_line
 from .settings import HistorySettings
 
 if TYPE_CHECKING:
@@ -77,34 +77,6 @@ async def snapshot(history: History, asks: Iterable[Ask]) -> Json:
     }
 
 
-Event = Message | tuple[str, str]
-"""A line of a simulate file: a message, or `("thread.deleted", thread)`."""
-
-
-def parse_line(raw: bytes) -> Event:
-    """One JSONL line as a message or an event; anything else is an InputError saying why."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8: {exc}") from None
-    try:
-        value = loads(text)
-    except InputError:
-        raise
-    except ValueError as exc:  # not JSON, or a number of over 4,300 digits
-        raise InputError(f"not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise InputError(f"not a JSON object: {text.strip()[:80]!r}")
-    if "event" in value:
-        if value["event"] != "thread.deleted":
-            raise InputError(f"unknown event {value['event']!r}", field="event")
-        thread = value.get("thread")
-        if not isinstance(thread, str) or not thread:
-            raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
-        return ("thread.deleted", thread)
-    return Message.from_json(value)
-
-
 async def simulate(
     lines: Iterable[bytes],
     settings: HistorySettings,
@@ -128,7 +100,7 @@ async def simulate(
                 if isinstance(event, Message):
                     await history.message_created(event)
                 else:
-                    await history.thread_deleted(event[1])
+                    await history.thread_deleted(event.thread)
             except InputError as exc:
                 if report is not None:
                     report(number, str(exc))

@@ -36,11 +36,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .contract import File, Message
-from .errors import InputError
-from .formats import one_result
-from .ingest import ASSISTANT, SKIPPED_ROLES, USER, Below, Reader, path_of
-from .steps import Call, Calls, Return, encode
+from ..contract import File, Message
+from ..errors import InputError
+from ..steps import Call, Calls, Return, Returns, encode
+from ._records import ASSISTANT, SKIPPED_ROLES, USER, Below, Reader, path_of
 
 HIDDEN_CONTENT = ("user_editable_context", "model_editable_context")
 """Custom instructions and memory: given to the model, never shown in the conversation."""
@@ -199,7 +198,7 @@ def _message(
                 ("author", "name"),
                 f"a result of {tool!r}, which no earlier message of the shown branch calls",
             )
-        result = one_result(Return(id=call, name=tool, content=text))
+        result = Returns(returns=(Return(id=call, name=tool, content=text),))
         role, step, text = ASSISTANT, True, encode(result)
     return Message(
         id=f"{thread}:{node_id}", thread=thread, author=role, text=text, at=at, step=step,

@@ -1,0 +1,116 @@
+"""Writing what was read: checked against the store, then handed to the plugin in file order.
+
+Imported only by the `ingest` command (and the demo), which opens the plugin; the types it takes
+are imported for the type checker alone, so reading files never loads the plugin or the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..contract import Message
+from ._records import Parsed, Problem
+
+if TYPE_CHECKING:
+    from ..plugin import History
+    from ..store import Store
+
+
+@dataclass(kw_only=True)
+class Tally:
+    """What ingesting one file did."""
+
+    new: int = 0
+    """Messages stored."""
+    known: int = 0
+    """Messages already stored as they are (a redelivery changes nothing)."""
+    erased: int = 0
+    """Threads erased by `thread.deleted` records."""
+
+
+async def conflicts(
+    store: Store, files: Sequence[Parsed], *, advance: Callable[[], object] = lambda: None
+) -> list[tuple[Path, Problem]]:
+    """Records whose id the store, or an earlier record, holds with other content.
+
+    Checked before anything is written, so that a conflict leaves the store as it was. A thread
+    erased earlier in the run starts again, so the ids it held are free from there on.
+    """
+    found: list[tuple[Path, Problem]] = []
+    seen: dict[str, Message] = {}
+    erased: set[str] = set()
+    for parsed in files:
+        for record in parsed.records:
+            advance()
+            event = record.event
+            if not isinstance(event, Message):
+                erased.add(event.thread)
+                seen = {id: m for id, m in seen.items() if m.thread != event.thread}
+                continue
+            known = seen.get(event.id)
+            if known is None:
+                stored = await store.message(event.id)
+                if stored is not None and stored.message.thread not in erased:
+                    known = stored.message
+            if known is not None and known.content != event.content:
+                reason = (
+                    f"id {event.id!r} is already stored with other content "
+                    f"(thread {known.thread!r}); the stored message is kept"
+                )
+                found.append((parsed.path, Problem(where=record.where, reason=reason)))
+                continue
+            seen[event.id] = event
+    return found
+
+
+async def strays(store: Store, files: Sequence[Parsed]) -> dict[str, int]:
+    """Per thread, the stored messages that a whole-conversation file no longer holds.
+
+    A ChatGPT export, a pydantic-ai history or a chat list holds its whole conversation, so a
+    stored message it lacks was on a branch since edited or regenerated away (the store keeps
+    every message it was given; erasing the thread and ingesting again follows the new branch).
+    """
+    ids: dict[str, set[str]] = {}
+    for parsed in files:
+        if parsed.format == "jsonl":
+            continue  # a log: it may hold only the newest messages
+        for record in parsed.records:
+            if isinstance(record.event, Message):
+                ids.setdefault(record.event.thread, set()).add(record.event.id)
+    found: dict[str, int] = {}
+    for thread, held in ids.items():
+        stored = await store.messages(thread, 0, 2**62)
+        gone = sum(s.message.id not in held for s in stored)
+        if gone:
+            found[thread] = gone
+    return found
+
+
+async def name_threads(store: Store, parsed: Parsed) -> None:
+    """Give the threads a file wrote their titles (a title renamed since is updated)."""
+    written = {r.event.thread for r in parsed.records if isinstance(r.event, Message)}
+    for thread, title in parsed.titles.items():
+        if thread in written:
+            await store.describe(thread, title=title)
+
+
+async def store_all(
+    history: History, parsed: Parsed, *, advance: Callable[[], object] = lambda: None
+) -> Tally:
+    """Hand a file's records to the plugin in order; `advance` is called after each."""
+    tally = Tally()
+    for record in parsed.records:
+        event = record.event
+        if isinstance(event, Message):
+            if await history.message_created(event) is None:
+                tally.known += 1
+            else:
+                tally.new += 1
+        else:
+            await history.thread_deleted(event.thread)
+            tally.erased += 1
+        advance()
+    return tally
