@@ -118,11 +118,12 @@ def _values(settings: HistorySettings) -> dict[str, object]:
 def settings_from_env(environ: Mapping[str, str] | None = None, **explicit: Any) -> HistorySettings:
     """Settings for the command line and demos: `HISTORY_TAIL=40,80` overrides the default tail.
 
-    Explicit keyword arguments (a `--tail` on the command line, say) beat the environment; a
-    value of None counts as not given.
+    Explicit keyword arguments (a `--tail` on the command line, say) beat the environment, None
+    among them (`steps=None` turns the step outlines off): leave a setting out to take the
+    environment's value or the default.
     """
     environ = os.environ if environ is None else environ
-    given = {key: value for key, value in explicit.items() if value is not None}
+    given = dict(explicit)
     raw = environ.get(TAIL_VARIABLE)
     if "tail" not in given and raw:
         given["tail"] = parse_pair(raw, name=TAIL_VARIABLE)

@@ -75,6 +75,11 @@ def test_history_tail_sets_the_default_and_an_explicit_tail_beats_it() -> None:
         settings_from_env({"HISTORY_TAIL": "40"})
 
 
+def test_a_setting_given_as_none_is_given_not_left_out() -> None:
+    assert settings_from_env({}, steps=None).steps is None
+    assert settings_from_env({}).steps == (16_000, 32_000)
+
+
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
