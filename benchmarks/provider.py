@@ -32,7 +32,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import history.agent as agent
-from history import History, HistorySettings, ThreadHistory, demo
+from history import History, HistorySettings, ThreadHistory
+from history.cli import demo
 from history.cli import main as cli
 from history.providers import provider_request
 

@@ -18,9 +18,20 @@ from typing import Any
 
 import anyio
 
-from .commands import Budgets, SettingsOf, opened, out, print_prompt, write_files
-from .options import given_budgets, positive, rebuild_option
-from .settings import TAIL_VARIABLE, HistorySettings
+from ..settings import TAIL_VARIABLE, HistorySettings
+from .ingest import write_files
+from .options import (
+    Commands,
+    budgets,
+    command,
+    given_budgets,
+    positive,
+    rebuild_option,
+    settings_of,
+)
+from .output import log_to_stderr, out
+from .prompt import print_prompt
+from .stores import opened
 
 TAIL = (400, 800)
 """Tokens: about a dozen messages whole, so most of the chat leaves the tail."""
@@ -33,29 +44,30 @@ AGENT = "north"
 """The assistant of the chat: the prompt shown is what it is sent."""
 
 
-def register_demo(commands: Any, *, budgets: Budgets) -> None:
-    demo = commands.add_parser(
-        "demo",
+def register(commands: Commands) -> None:
+    demo = command(
+        commands, "demo", _demo,
         help="ingest a bundled planning chat with a small tail, and show its history",
         description=f"The demo's own defaults: --tail {TAIL[0]},{TAIL[1]} (or HISTORY_TAIL), "
         f"--outline {OUTLINE[0]},{OUTLINE[1]}, --line {LINE}; a temporary store unless --db.",
-    )
+    )  # fmt: skip
     demo.add_argument("--db", help="keep the demo's store in this SQLite file (temporary)")
     demo.add_argument("--depth", type=positive, default=DEPTH, help=f"tree levels drawn ({DEPTH})")
     budgets(demo)
     rebuild_option(demo)
 
 
-def run_demo(args: argparse.Namespace, settings_of: SettingsOf) -> int:
+def _demo(args: argparse.Namespace) -> int:
     """Into `--db` when given (kept), else into a temporary store."""
-    settings = settings_of(args)
-    if args.tail is None and not os.environ.get(TAIL_VARIABLE):
-        settings = settings.with_changes(tail=TAIL)
-    if args.outline is None:
-        settings = settings.with_changes(outline=OUTLINE)
-    if args.line is None:
-        settings = settings.with_changes(line=LINE)
+    log_to_stderr()
     given = given_budgets(args)
+    settings = settings_of(args)
+    if "tail" not in given and not os.environ.get(TAIL_VARIABLE):
+        settings = settings.with_changes(tail=TAIL)
+    if "outline" not in given:
+        settings = settings.with_changes(outline=OUTLINE)
+    if "line" not in given:
+        settings = settings.with_changes(line=LINE)
     if args.db is not None:
         return anyio.run(show_demo, settings, args.db, args.depth, args.db, given, args.rebuild)
     with TemporaryDirectory(prefix="chat-outline-demo-") as scratch:
@@ -74,10 +86,10 @@ async def show_demo(
 ) -> int:
     """Ingest the chat into `db`, then show it. A store where the demo ran before keeps the
     settings it was built with (options given otherwise are refused, unless `rebuild`)."""
+    from ..ingest import read
+    from ..plugin import History
     from . import report
-    from .budgets import plan_run
-    from .ingest import read
-    from .plugin import History
+    from .plan import plan_run
 
     with resources.as_file(resources.files("history") / "data" / "demo.jsonl") as path:
         parsed = read(path)

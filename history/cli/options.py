@@ -1,18 +1,22 @@
-"""The options several commands share: the store, the budgets, whole numbers, JSON output.
+"""The options several commands share (the store, the budgets, whole numbers, JSON output) and
+the one way a command is added to the parser.
 
-Kept apart from the commands so that building the parser imports nothing heavy: `--help`
+Kept apart from the commands' work so that building the parser imports nothing heavy: `--help`
 and the read commands start without pydantic-ai, rich or the database drivers.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import enum
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias
 
-from .errors import ConfigurationError
-from .settings import parse_pair
+from ..errors import ConfigurationError
+from ..settings import parse_pair
+
+if TYPE_CHECKING:
+    from ..settings import HistorySettings
 
 
 class Parser(argparse.ArgumentParser):
@@ -22,32 +26,40 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-DB_VARIABLE = "CHAT_OUTLINE_DB"
-"""The environment variable naming the store of every command that takes `--db`."""
+Commands: TypeAlias = "argparse._SubParsersAction[Parser]"
+"""The `chat-outline` parser's subcommands, which each command module adds itself to."""
+Run: TypeAlias = Callable[[argparse.Namespace], int]
+"""What carries out a command once its arguments are parsed: its exit status."""
+
+
+def command(commands: Commands, name: str, run: Run, **kwargs: Any) -> Parser:
+    """Add the subcommand `name`, carried out by `run`; `kwargs` go to its parser (`help`...)."""
+    parser = commands.add_parser(name, **kwargs)
+    parser.set_defaults(run=run)
+    return parser
 
 
 def db_option(parser: argparse.ArgumentParser, *, what: str = "a SQLite path or a URL") -> None:
-    """`--db`: left None here, resolved by `store_of` once the arguments are parsed."""
+    """`--db`: left None here, resolved by `stores.store_of` once the arguments are parsed."""
+    from .stores import DB_VARIABLE
+
     parser.add_argument(
         "--db",
         help=f"the store: {what} (${DB_VARIABLE}, else ./chat-outline.sqlite)",
     )
 
 
-def store_of(given: str | None) -> str:
-    """The store a command works on: `--db`, else $CHAT_OUTLINE_DB, else the default file."""
-    if given:
-        return given
-    if os.environ.get(DB_VARIABLE):
-        return os.environ[DB_VARIABLE]
-    from .store import default_store
-
-    return default_store()
-
-
 def json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON document (its keys: see the README)"
+    )
+
+
+def rebuild_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="rebuild the threads built with other settings than the ones given",
     )
 
 
@@ -70,8 +82,17 @@ def pair(name: str) -> Callable[[str], tuple[int, int]]:
     return read
 
 
+class _NotGiven(enum.Enum):
+    NOT_GIVEN = enum.auto()
+
+
+NOT_GIVEN: Final = _NotGiven.NOT_GIVEN
+"""The value of a budget option left out. Not None: `--steps none` gives None, a setting."""
+
+
 def budgets(parser: argparse.ArgumentParser) -> None:
     """The budget and summarizer options of the commands that build histories."""
+    parser.set_defaults(**dict.fromkeys(_BUDGETS, NOT_GIVEN))
     parser.add_argument("--line", type=int, help="a line's limit in bytes (512)")
     parser.add_argument("--tail", type=pair("--tail"), help="tail tokens MIN,MAX (16000,48000)")
     parser.add_argument(
@@ -82,7 +103,6 @@ def budgets(parser: argparse.ArgumentParser) -> None:
         "--no-cut-gap",
         dest="cut_gap",
         action="store_false",
-        default=None,
         help="cut whenever the tail is over its maximum (the chapter's rule, SPEC version 1)",
     )
     parser.add_argument(
@@ -96,35 +116,27 @@ def budgets(parser: argparse.ArgumentParser) -> None:
     )
 
 
-NO_STEPS = "none"
-"""`--steps none`, kept apart from an option not given (None) until the settings are built."""
+_BUDGETS = ("line", "tail", "outline", "kept", "cut_gap", "steps", "summarizer")
+"""The settings the budget options name (their `dest`s)."""
 
 
-def _steps(text: str) -> tuple[int, int] | str:
-    if text.strip().lower() == NO_STEPS:
-        return NO_STEPS
+def _steps(text: str) -> tuple[int, int] | None:
+    if text.strip().lower() == "none":
+        return None
     return pair("--steps")(text)
 
 
 def given_budgets(args: argparse.Namespace) -> dict[str, Any]:
     """The settings named on the command line: those of its options not left out."""
-    from dataclasses import fields
-
-    from .settings import HistorySettings
-
-    given = {
-        f.name: getattr(args, f.name)
-        for f in fields(HistorySettings)
-        if getattr(args, f.name, None) is not None
+    return {
+        name: value
+        for name in _BUDGETS
+        if (value := getattr(args, name, NOT_GIVEN)) is not NOT_GIVEN
     }
-    if given.get("steps") == NO_STEPS:
-        given["steps"] = None
-    return given
 
 
-def rebuild_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--rebuild",
-        action="store_true",
-        help="rebuild the threads built with other settings than the ones given",
-    )
+def settings_of(args: argparse.Namespace) -> HistorySettings:
+    """The settings a command builds with: its options, over the environment and the defaults."""
+    from ..settings import settings_from_env
+
+    return settings_from_env(**given_budgets(args))

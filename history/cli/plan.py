@@ -21,11 +21,12 @@ from typing import Any
 
 import anyio
 
-from .contract import Message
-from .errors import ConfigurationError
-from .ingest import Parsed
-from .settings import HistorySettings, built_with, differences, listed
-from .store import Store, open_store
+from ..contract import Message
+from ..errors import ConfigurationError
+from ..ingest import Parsed
+from ..settings import HistorySettings, built_with, differences, listed
+from ..store import Store
+from .stores import opened
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,12 +54,8 @@ async def plan_run(
     if "://" not in db and db != ":memory:" and not await anyio.Path(db).exists():
         return Plan(settings=settings)  # a new store: nothing is recorded yet
     threads = {r.event.thread for f in files for r in f.records if isinstance(r.event, Message)}
-    store = open_store(db)
-    await store.open()
-    try:
+    async with opened(db, create=True) as store:
         records = await recorded(store, threads)
-    finally:
-        await store.close()
     return choose(records, settings, given, rebuild=rebuild)
 
 

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .contract import About, Outline, Stored, Summary, format_at
-from .errors import NotFoundError
-from .lines import label, line_of
-from .settings import listed
-from .store import Store
+from ..contract import About, Outline, Stored, Summary, format_at
+from ..errors import NotFoundError
+from ..lines import label, line_of
+from ..settings import listed
+from ..store import Store
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -204,7 +204,6 @@ def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
 
 def outline_table(snap: Snapshot) -> RenderableType:
     """The outline: the lines an agent is sent in place of the messages that left the tail."""
-    from rich.table import Table
     from rich.text import Text
 
     o = snap.outline
@@ -212,11 +211,7 @@ def outline_table(snap: Snapshot) -> RenderableType:
         return Text("outline: empty (never cut: agents are sent every message whole)")
     nodes = {(n.level, n.index): n for n in snap.nodes}
     title = f"outline: {len(o.lines)} lines, {o.bytes} bytes, for messages 0 to {o.boundary - 1}"
-    table = Table(title=title, title_justify="left")
-    table.add_column("node", style="cyan", justify="right", no_wrap=True)
-    table.add_column("bytes", justify="right")
-    table.add_column("until", no_wrap=True)
-    table.add_column("line", overflow="fold")
+    table = _lines_table(title)
     for level, index, size, at in o.lines:
         node = nodes.get((level, index))
         table.add_row(
@@ -225,10 +220,20 @@ def outline_table(snap: Snapshot) -> RenderableType:
     return table
 
 
-def step_tables(snap: Snapshot) -> list[RenderableType]:
-    """Each agent's step outline: the lines only that agent is sent for its steps that left."""
+def _lines_table(title: str) -> Table:
+    """An outline's table, its rows to add: each line's label, bytes, last instant and text."""
     from rich.table import Table
 
+    table = Table(title=title, title_justify="left")
+    table.add_column("node", style="cyan", justify="right", no_wrap=True)
+    table.add_column("bytes", justify="right")
+    table.add_column("until", no_wrap=True)
+    table.add_column("line", overflow="fold")
+    return table
+
+
+def step_tables(snap: Snapshot) -> list[RenderableType]:
+    """Each agent's step outline: the lines only that agent is sent for its steps that left."""
     nodes = {(n.agent, n.level, n.index): n for n in snap.steps}
     tables: list[RenderableType] = []
     for agent, o in sorted(snap.outline.steps.items()):
@@ -236,11 +241,7 @@ def step_tables(snap: Snapshot) -> list[RenderableType]:
             f"{agent}'s step outline: {len(o.lines)} lines, {o.bytes} bytes, for its steps 0 to "
             f"{o.boundary - 1}"
         )
-        table = Table(title=title, title_justify="left")
-        table.add_column("node", style="cyan", justify="right", no_wrap=True)
-        table.add_column("bytes", justify="right")
-        table.add_column("until", no_wrap=True)
-        table.add_column("line", overflow="fold")
+        table = _lines_table(title)
         for level, index, size, at in o.lines:
             node = nodes.get((agent, level, index))
             table.add_row(

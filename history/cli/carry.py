@@ -1,0 +1,111 @@
+"""`chat-outline export [THREAD] --out FILE` and `chat-outline load FILE`: a store's threads,
+lines and recorded calls carried to another store as JSONL; what a store holds is skipped."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import anyio
+
+from ..errors import InputError
+from .options import Commands, command, db_option
+from .stores import must_exist, opened
+
+if TYPE_CHECKING:
+    from ..carry import Exported
+    from ..store.records import ThreadRecords
+
+
+def register(commands: Commands) -> None:
+    export = command(
+        commands, "export", _export,
+        help="write a thread (or every thread) with its lines and calls to JSONL",
+    )  # fmt: skip
+    export.add_argument("thread", nargs="?", help="the thread (every thread when left out)")
+    export.add_argument("--out", required=True, help="the JSONL file to write, or - for stdout")
+    db_option(export)
+
+    load = command(
+        commands, "load", _load,
+        help="load an export into a store; what it holds already is skipped",
+    )  # fmt: skip
+    load.add_argument("file", type=Path, help="an export (JSONL), or - for standard input")
+    db_option(load)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ..carry import export
+    from .report import resolve
+
+    must_exist(args.db)
+
+    async def to(out: TextIO) -> Exported:
+        async with opened(args.db, create=True, read_only=True) as store:
+            thread = None if args.thread is None else await resolve(store, args.thread)
+            return await export(store, out, thread)
+
+    if args.out == "-":
+        try:
+            done = anyio.run(to, sys.stdout)
+        except BrokenPipeError:  # the reader stopped early (`| head`): not an error of ours
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+    else:
+        try:
+            done = _write_aside(Path(args.out), to)
+        except OSError as exc:
+            raise InputError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
+    print(f"exported {done.threads} thread(s), {done.records} records", file=sys.stderr)
+    return 0
+
+
+def _write_aside(target: Path, write: Callable[[TextIO], Awaitable[Exported]]) -> Exported:
+    """Write a new file aside, then move it into place: a failed export leaves no partial file.
+
+    The file aside is created afresh (`O_EXCL`, an unpredictable name, in the target's
+    directory so the move is atomic): nothing planted there beforehand, a symbolic link say,
+    is ever followed or written to.
+    """
+    fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            done = anyio.run(write, out)
+        os.replace(partial, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+    return done
+
+
+def _load(args: argparse.Namespace) -> int:
+    return anyio.run(_load_records, args.db, _read(args.file))
+
+
+def _read(path: Path) -> list[ThreadRecords]:
+    from ..carry import read_records
+    from ..limits import lines_of
+
+    if str(path) == "-":
+        return read_records(lines_of(sys.stdin.buffer, name="<stdin>"), source="<stdin>")
+    try:
+        with path.open("rb") as source:
+            return read_records(lines_of(source, name=str(path)), source=str(path))
+    except OSError as exc:
+        raise InputError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+
+
+async def _load_records(db: str, records: list[ThreadRecords]) -> int:
+    async with opened(db, create=True) as store:
+        done = await store.load_records(records)
+    print(
+        f"loaded {done.threads} thread(s): {done.written} records written, {done.skipped} "
+        "already stored"
+    )
+    return 0

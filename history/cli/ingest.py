@@ -1,0 +1,206 @@
+"""`chat-outline ingest FILE...`: read conversation files into a store, then build their
+histories; and `write_files`, which `demo` shares.
+
+Every file is read and checked before anything is written: a bad record exits with status 1
+and nothing written, unless `--skip-bad`. A thread keeps the settings it was first built with
+(see `plan`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..errors import ConfigurationError, InputError
+from ..ingest import FORMATS
+from .options import (
+    Commands,
+    budgets,
+    command,
+    db_option,
+    given_budgets,
+    rebuild_option,
+    settings_of,
+)
+from .output import err, log_to_stderr, report_problems, say
+from .stores import opened
+
+if TYPE_CHECKING:
+    from ..ingest import Parsed
+    from ..settings import HistorySettings
+    from .plan import Plan
+
+STDIN = Path("<stdin>")
+"""The path a file read from standard input (`-`) is reported under."""
+
+
+def register(commands: Commands) -> None:
+    ingest = command(
+        commands, "ingest", _ingest,
+        help="read conversation files into a store, then build their histories",
+    )  # fmt: skip
+    ingest.add_argument(
+        "files", type=Path, nargs="+", metavar="FILE",
+        help="a JSONL history, a ChatGPT export (conversations.json, or its zip), "
+        "a pydantic-ai message history, or a list of chat messages; - reads standard input",
+    )  # fmt: skip
+    ingest.add_argument("--format", choices=FORMATS, help="the files' format (told by default)")
+    ingest.add_argument("--thread", help="the thread of a one-conversation file (its name)")
+    ingest.add_argument(
+        "--skip-bad", action="store_true", help="ingest the good records when some are bad"
+    )
+    db_option(ingest)
+    budgets(ingest)
+    rebuild_option(ingest)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from ..ingest import ONE_THREAD, read, shared_threads
+    from ..limits import MAX_FILE, read_at_most
+
+    log_to_stderr()
+    settings = settings_of(args)
+    console = err()
+    files = []
+    if sum(str(path) == "-" for path in args.files) > 1:
+        raise ConfigurationError("standard input (-) can be read only once in one ingest")
+    for path in args.files:
+        if str(path) == "-":
+            data = read_at_most(sys.stdin.buffer, MAX_FILE)
+            if data is None:
+                raise InputError(f"standard input holds more than the {MAX_FILE:,} bytes read")
+            parsed = read(STDIN, data=data, format=args.format, thread=args.thread)
+            if parsed.format in ONE_THREAD and args.thread is None:
+                raise ConfigurationError(
+                    f"standard input holds one {parsed.format!r} conversation and has no file "
+                    "name to call its thread: name it with --thread"
+                )
+            files.append(parsed)
+            continue
+        with console.status(f"reading {path}") if console.is_terminal else nullcontext():
+            files.append(read(path, format=args.format, thread=args.thread))
+    shared_threads(files)
+    if not _problems(files, skip=args.skip_bad):
+        return 1
+    return anyio.run(_store_files, files, settings, args)
+
+
+async def _store_files(
+    files: Sequence[Parsed], settings: HistorySettings, args: argparse.Namespace
+) -> int:
+    from .plan import plan_run
+
+    plan = await plan_run(args.db, files, settings, given_budgets(args), rebuild=args.rebuild)
+    return await write_files(files, plan, args.db, args.skip_bad)
+
+
+def _problems(files: Sequence[Parsed], *, skip: bool) -> bool:
+    """Report the bad records; True when the rest may be written."""
+    problems = [(f.path, p) for f in files for p in f.problems]
+    report_problems(problems)
+    if problems and not skip:
+        say(
+            f"{len(problems)} bad record(s): nothing was written "
+            "(fix them, or pass --skip-bad to ingest the rest)"
+        )
+        return False
+    if problems:
+        say(f"skipped {len(problems)} bad record(s)")
+    return True
+
+
+async def write_files(
+    files: Sequence[Parsed], plan: Plan, db: str, skip: bool, *, quiet: bool = False
+) -> int:
+    """Check the records against the store, write them with a progress bar, wait for processing,
+    then rebuild the threads the plan names (their settings changed by the options given)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..ingest.writing import conflicts, name_threads, store_all, strays
+    from ..plugin import History
+
+    console = err()
+    bars = Progress(
+        TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=console, transient=True,
+        disable=quiet or not console.is_terminal,
+    )  # fmt: skip
+    total = sum(len(f.records) for f in files)
+    settings = plan.settings
+    async with History(settings, store=db) as history:
+        with bars:
+            task = bars.add_task("checking", total=total)
+            clashes = await conflicts(history.store, files, advance=lambda: bars.advance(task))
+            bars.remove_task(task)
+        report_problems(clashes)
+        if clashes and not skip:
+            say(f"{len(clashes)} bad record(s): nothing was written")
+            return 1
+        for thread, gone in (await strays(history.store, files)).items():
+            say(
+                f"thread {thread!r} holds {gone} stored message(s) this file no longer has "
+                f"(edited or regenerated since?); to follow the file's branch: chat-outline "
+                f"erase {thread} --db {db}, then ingest it again"
+            )
+        bad = {(path, problem.where) for path, problem in clashes}
+        tallies = []
+        with bars:
+            task = bars.add_task("storing", total=total)
+            for parsed in files:
+                records = tuple(r for r in parsed.records if (parsed.path, r.where) not in bad)
+                good = dataclasses.replace(parsed, records=records)
+                tallies.append(await store_all(history, good, advance=lambda: bars.advance(task)))
+                await name_threads(history.store, good)
+            new = sum(t.new for t in tallies)
+            work = bars.add_task("summarizing", total=new)
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    while True:
+                        bars.update(work, completed=min(history.counters.processed, new))
+                        await anyio.sleep(0.1)
+
+                group.start_soon(watch)
+                await history.wait()
+                group.cancel_scope.cancel()
+        threads = len(await history.store.threads())
+    if plan.rebuild:
+        await _rebuild_changed(plan, db)
+    if quiet:
+        return 0
+    for parsed, tally in zip(files, tallies, strict=True):
+        erased = f", {tally.erased} thread erases" if tally.erased else ""
+        print(
+            f"{parsed.path} ({parsed.format}): {parsed.messages} messages, {tally.new} new, "
+            f"{tally.known} already stored{erased}"
+        )
+    c = history.counters
+    print(
+        f"{db}: {threads} threads; {c.processed} messages processed, {c.asks} lines asked of "
+        f"{settings.summarizer!r}"
+    )
+    return 0
+
+
+async def _rebuild_changed(plan: Plan, db: str) -> None:
+    """Rebuild the threads whose recorded settings the options given change, as told to."""
+    from ..rebuild import rebuild
+    from ..settings import listed
+
+    async with opened(db) as store:
+        for thread, changed in plan.rebuild.items():
+            done = await rebuild(store, thread, plan.settings, allow_model_calls=True, force=True)
+            was = listed({name: old for name, (old, _) in changed.items()})
+            now = listed({name: new for name, (_, new) in changed.items()})
+            say(
+                f"rebuilt thread {thread!r} with {now} (it was built with {was}): "
+                f"{done.summaries} lines, {done.replayed} answers replayed, {done.model_calls} "
+                "model calls"
+            )

@@ -1,0 +1,188 @@
+"""`chat-outline prompt`, `zoom` and `search`: what an agent of a thread reads, read only.
+
+What is stored but not yet processed is shown whole, as an agent is sent it. Nothing is
+summarized, so no budget applies and no summarizer is named: the offline one stands in, never
+asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..contract import format_at
+from .options import Commands, command, db_option, json_option, positive
+from .output import print_json, say
+from .stores import must_exist
+
+if TYPE_CHECKING:
+    from ..plugin import History
+
+
+def register(commands: Commands) -> None:
+    prompt = command(
+        commands, "prompt", _run(_prompt), help="exactly what an agent of the thread is sent"
+    )
+    prompt.add_argument("thread")
+    prompt.add_argument(
+        "--agent",
+        help="whose view: its messages are its own turns (by default the thread's agent, when it "
+        "has one; '' for nobody's)",
+    )
+    prompt.add_argument(
+        "--model",
+        help="also show the request this model's provider would receive (openai:gpt-5.6, "
+        "openai-chat:gpt-4.1-mini, anthropic:claude-sonnet-4-5), recorded offline: its JSON "
+        "body on stdout, its tokens, cache marks and cached prefix on stderr",
+    )
+    db_option(prompt)
+    json_option(prompt)
+
+    zoom = command(
+        commands, "zoom", _run(_zoom), help="open a line into the two under it, or a message"
+    )
+    zoom.add_argument("thread")
+    zoom.add_argument("label", help="a node's label, such as 0+8, or a message's, such as 12+1")
+    zoom.add_argument("--page", type=positive, default=1, help="the page of a long message (1)")
+    zoom.add_argument(
+        "--agent", default="", help="whose step tree a step label (s4+2) opens: that agent's"
+    )
+    db_option(zoom)
+    json_option(zoom)
+
+    search = command(
+        commands, "search", _run(_search), help="the lines and messages that hold some words"
+    )
+    search.add_argument("thread")
+    search.add_argument("words", nargs="+")
+    search.add_argument("--limit", type=positive, default=10, help="the most results shown (10)")
+    search.add_argument(
+        "--agent", default="", help="also search this agent's own steps and step lines"
+    )
+    db_option(search)
+    json_option(search)
+
+
+Read = Callable[["History", str, argparse.Namespace], Awaitable[None]]
+"""One of the read commands, given the store's History and the thread named."""
+
+
+def _run(read: Read) -> Callable[[argparse.Namespace], int]:
+    """The command that carries out `read` on the thread named."""
+
+    def run(args: argparse.Namespace) -> int:
+        anyio.run(_read, read, args)
+        return 0
+
+    return run
+
+
+async def _read(read: Read, args: argparse.Namespace) -> None:
+    """Open the store read only, in a History that processes nothing, and resolve the thread."""
+    from ..plugin import History
+    from ..settings import HistorySettings
+    from ..store import open_store
+    from .report import resolve
+
+    must_exist(args.db)
+    store = open_store(args.db, create=False, read_only=True)
+    async with History(HistorySettings(summarizer="echo"), store=store, process=False) as history:
+        await read(history, await resolve(history.store, args.thread), args)
+
+
+async def _prompt(history: History, thread: str, args: argparse.Namespace) -> None:
+    agent = (args.agent or None) if args.agent is not None else await only_agent(history, thread)
+    await print_prompt(history, thread, agent=agent, as_json=args.json, model=args.model)
+
+
+async def _zoom(history: History, thread: str, args: argparse.Namespace) -> None:
+    from ..view import zoom
+
+    opened = await zoom(history, thread, args.label, agent=args.agent or None, page=args.page)
+    if args.json:
+        print_json({
+            "thread": thread, "label": opened.label, "level": opened.level,
+            "index": opened.index, "page": opened.page, "pages": opened.pages,
+            "lines": [{"label": n.label, "text": n.text} for n in opened.lines],
+            "message": None if opened.message is None else opened.message.id,
+            "text": opened.text,
+        })  # fmt: skip
+    else:
+        sys.stdout.write(f"{opened.text}\n")
+
+
+async def _search(history: History, thread: str, args: argparse.Namespace) -> None:
+    from ..view import search
+
+    query = " ".join(args.words)
+    hits = await search(history, thread, query, limit=args.limit, agent=args.agent or None)
+    if args.json:
+        print_json({"thread": thread, "query": query, "hits": [
+            {"label": h.label, "level": h.level, "index": h.index, "text": h.text,
+             "at": format_at(h.at), "message": h.message} for h in hits
+        ]})  # fmt: skip
+        return
+    if not hits:
+        say("nothing found")
+    sys.stdout.write("".join(f"{hit.label}|{hit.text}\n" for hit in hits))
+
+
+async def only_agent(history: History, thread: str) -> str | None:
+    """The agent whose view `prompt` shows when none is named: the one author of the messages
+    sent whole that makes tool steps or is called `assistant`; None when there are none or
+    several (those are named on stderr)."""
+    from ..ingest import ASSISTANT
+    from .report import sent_whole
+
+    outline = await history.outline(thread)
+    whole = await sent_whole(history.store, outline) if outline is not None else ()
+    agents = sorted(
+        {s.message.author for s in whole if s.message.step or s.message.author == ASSISTANT}
+    )
+    if len(agents) > 1:
+        say(f"thread {thread!r} has agents {', '.join(agents)}: showing nobody's view "
+            "(name one with --agent)")  # fmt: skip
+    return agents[0] if len(agents) == 1 else None
+
+
+async def print_prompt(
+    history: History,
+    thread: str,
+    *,
+    agent: str | None,
+    as_json: bool = False,
+    model: str | None = None,
+) -> None:
+    """The prompt on stdout exactly as sent; its size on stderr, so a pipe gets the prompt only.
+
+    With `model`, the request body that model's provider would receive instead, and its figures.
+    """
+    from ..view import render_view
+
+    result = await render_view(history, thread, agent=agent, model=model)
+    request = result.request
+    if as_json:
+        shown: dict[str, object] = {"thread": thread, "agent": agent, "text": result.text,
+                                    "tokens": result.tokens, "bytes": result.bytes}  # fmt: skip
+        if request is not None:
+            m = request.measured
+            shown["request"] = {
+                "model": m.model, "tokens": m.tokens, "bytes": m.bytes, "marks": m.marks,
+                "max_marks": m.max_marks, "cached": m.cached, "minimum": m.minimum,
+                "reaches": m.reaches, "body": request.body,
+            }  # fmt: skip
+        print_json(shown)
+        return
+    if request is not None:
+        sys.stdout.write(json.dumps(request.body, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.flush()
+        print(request.measured.summary(), file=sys.stderr)
+        return
+    sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    sys.stdout.flush()
+    print(f"{result.tokens} tokens, {result.bytes} bytes", file=sys.stderr)

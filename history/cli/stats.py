@@ -1,0 +1,101 @@
+"""`chat-outline stats`: the summarizer's recorded calls, tokens and cost, per thread and per
+model, priced by each model's known price or the prices given."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+import anyio
+
+from .options import Commands, command, db_option, json_option
+from .stores import must_exist, opened
+
+
+def register(commands: Commands) -> None:
+    stats = command(
+        commands, "stats", _run, help="the summarizer's calls, tokens and cost per thread"
+    )
+    stats.add_argument("--thread", help="one thread only")
+    stats.add_argument(
+        "--input-price",
+        type=_price,
+        help="price of a million input tokens, for every model (each model's known price)",
+    )
+    stats.add_argument(
+        "--output-price", type=_price,
+        help="price of a million output tokens, for every model (each model's known price)",
+    )  # fmt: skip
+    json_option(stats)
+    db_option(stats)
+
+
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"a price must be a number >= 0, got {text!r}")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    must_exist(args.db)
+    return anyio.run(_stats, args)
+
+
+async def _stats(args: argparse.Namespace) -> int:
+    from ..metering import priced_usage
+    from .report import resolve
+
+    async with opened(args.db, create=True, read_only=True) as store:
+        thread = None if args.thread is None else await resolve(store, args.thread)
+        meter = await priced_usage(
+            store, thread, input_price=args.input_price, output_price=args.output_price
+        )
+    unpriced = [m.model for m in meter.models if m.cost is None]
+    if unpriced:
+        print(
+            f"chat-outline: no known price for {', '.join(map(repr, unpriced))}: its calls are "
+            "left out of the cost (give --input-price and --output-price)",
+            file=sys.stderr,
+        )
+    if args.json:
+        print(json.dumps(asdict(meter)))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="summarizer calls")
+    for column in ("thread", "calls", "input tokens", "output tokens", "cost"):
+        table.add_column(column, justify="left" if column == "thread" else "right")
+    for row in meter.threads:
+        table.add_row(
+            row.thread, f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}",
+            f"{row.cost:,.4f}",
+        )  # fmt: skip
+    table.add_section()
+    table.add_row(
+        "total", f"{meter.calls:,}", f"{meter.input_tokens:,}", f"{meter.output_tokens:,}",
+        f"{meter.cost:,.4f}", style="bold",
+    )  # fmt: skip
+    models = Table(title="per model (prices per million tokens)")
+    for column in ("model", "calls", "input tokens", "output tokens", "input", "output", "cost"):
+        models.add_column(column, justify="left" if column == "model" else "right")
+    for m in meter.models:
+        models.add_row(
+            m.model, f"{m.calls:,}", f"{m.input_tokens:,}", f"{m.output_tokens:,}",
+            _money(m.input_price), _money(m.output_price), _money(m.cost),
+        )  # fmt: skip
+    console = Console()
+    console.print(table)
+    if meter.models:
+        console.print(models)
+    return 0
+
+
+def _money(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.4f}"

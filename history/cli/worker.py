@@ -1,0 +1,48 @@
+"""`chat-outline worker`: process the threads of a shared PostgreSQL store until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import anyio
+
+from ..errors import ConfigurationError
+from .options import Commands, budgets, command, db_option, settings_of
+
+
+def register(commands: Commands) -> None:
+    worker = command(
+        commands, "worker", _worker,
+        help="process the threads of a shared store until stopped (SIGTERM, SIGINT)",
+    )  # fmt: skip
+    db_option(worker, what="a postgresql:// URL")
+    worker.add_argument("--poll", type=float, default=1.0, help="seconds between looks (1)")
+    worker.add_argument(
+        "--grace", type=float, default=10.0, help="seconds to finish batches on a stop (10)"
+    )
+    worker.add_argument("--concurrency", type=int, default=8, help="summarizer calls at once (8)")
+    worker.add_argument("--threads", type=int, default=16, help="threads worked on at once (16)")
+    worker.add_argument("--json", action="store_true", help="print the counters as JSON on exit")
+    budgets(worker)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import dataclasses
+    import logging
+
+    from ..plugin import History
+    from ..worker import serve
+
+    if not args.db.startswith(("postgresql://", "postgres://")):
+        # SQLite has no lock that other processes see: the app's History processes the threads.
+        raise ConfigurationError(f"a worker shares threads through PostgreSQL, not {args.db!r}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    history = History(settings_of(args), store=args.db, concurrency=args.concurrency, process=False)
+    anyio.run(lambda: serve(history, poll=args.poll, grace=args.grace, threads=args.threads))
+    counters = dataclasses.asdict(history.counters)
+    if args.json:
+        print(json.dumps(counters))
+    else:
+        print(", ".join(f"{name} {value}" for name, value in counters.items()))
+    return 0
