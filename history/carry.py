@@ -7,161 +7,41 @@ What was generated travels with the messages, so the other store never pays for 
 load reads and checks the whole file first, then writes it in one transaction: what the store
 already holds as it comes is skipped, and a record that contradicts the store is refused,
 naming it, before anything is written.
+
+The lines themselves (their models, and their conversion to and from the contract's types) are
+in `_carry_lines`; this module writes them out, and reads them back grouped by thread.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Annotated, Any, Literal, TextIO
+from typing import TextIO
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    TypeAdapter,
-    ValidationError,
-    model_serializer,
-)
+from pydantic import ValidationError
 
-from .contract import (
-    About,
-    Ask,
-    Entry,
-    File,
-    Message,
-    Outline,
-    StepOutline,
-    Stored,
-    Summary,
-    TailItem,
-    format_at,
-    parse_at,
+from ._carry_lines import (
+    FORMATS,
+    RECORD,
+    CallLine,
+    HeaderLine,
+    MessageLine,
+    OutlineLine,
+    Record,
+    SummaryLine,
+    ThreadLine,
+    call_of,
+    outline_of,
+    record_lines,
+    stored_of,
+    summary_of,
 )
+from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
-from .lines import size
 from .store import Store
-from .store.consistency import LARGEST, TOP_LEVEL
 from .store.records import Call, Loaded, ThreadRecords
-
-FORMAT = 2
-FORMATS = (1, 2)
-"""Format 2 adds step trees (SPEC version 2); a format 1 export loads as it is."""
-
-
-Count = Annotated[int, Field(ge=0, le=LARGEST)]
-"""A number a store holds: from 0 to the largest its columns take (2**63 - 1)."""
-Level = Annotated[int, Field(ge=0, le=TOP_LEVEL)]
-
-
-class _Line(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class HeaderLine(_Line):
-    kind: Literal["chat-history"] = "chat-history"
-    format: int = FORMAT
-
-
-class FileLine(_Line):
-    name: str
-    mime: str | None = None
-    size: Count = 0
-    url: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _without_url(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A file with no url is written as before urls were kept."""
-        value: dict[str, Any] = handler(self)
-        if value.get("url") is None:
-            value.pop("url", None)
-        return value
-
-
-class MessageLine(_Line):
-    kind: Literal["message"] = "message"
-    id: str
-    thread: str
-    seq: Count
-    index: Count | None
-    author: str
-    to: str
-    text: str
-    at: str
-    step: bool
-    files: list[FileLine]
-    weight: Count
-    step_index: Annotated[int, Field(ge=0, le=LARGEST)] | None = None
-
-
-class SummaryLine(_Line):
-    kind: Literal["summary"] = "summary"
-    thread: str
-    agent: str = ""
-    level: Level
-    index: Count
-    text: str
-    bytes: Count
-    message: str | None
-    at: str
-
-
-class OutlineLine(_Line):
-    kind: Literal["outline"] = "outline"
-    thread: str
-    lines: list[tuple[Level, Count, Count, str]]
-    """`[level, index, bytes, at]`, oldest first."""
-    bytes: Count
-    boundary: Count
-    since: str | None
-    cut_at: str | None
-    gone: str | None
-    tail: list[tuple[str, Count, str, bool, Count]]
-    """`[message id, weight, at, step, seq]`, oldest first."""
-    tokens: Count
-    draining: bool
-    position: Annotated[int, Field(ge=-1, le=LARGEST)]
-    floor: Count = 0
-    steps: dict[str, StepOutlineLine] = Field(default_factory=dict)
-
-
-class StepOutlineLine(_Line):
-    lines: list[tuple[Level, Count, Count, str]]
-    bytes: Count
-    boundary: Count
-    draining: bool
-
-
-class CallLine(_Line):
-    kind: Literal["call"] = "call"
-    thread: str
-    agent: str = ""
-    n: Count
-    model: str
-    level: Level
-    index: Count
-    prompts: list[str]
-    answers: list[str]
-    line: str
-    outcome: Literal["fit", "cut", "fallback"]
-    input_tokens: Count
-    output_tokens: Count
-
-
-class ThreadLine(_Line):
-    kind: Literal["thread"] = "thread"
-    thread: str
-    title: str | None
-    settings: str | None
-    """The settings it was built with, as the JSON its store keeps."""
-
-
-Record = HeaderLine | ThreadLine | MessageLine | SummaryLine | OutlineLine | CallLine
-_RECORD: TypeAdapter[Record] = TypeAdapter(Annotated[Record, Field(discriminator="kind")])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,36 +78,6 @@ async def load(store: Store, lines: Iterable[bytes | str], *, source: str = "<in
     return await store.load_records(read_records(lines, source=source))
 
 
-def record_lines(records: ThreadRecords) -> list[Record]:
-    """A thread's records as JSONL lines: its title and settings, messages, summaries, outline,
-    calls."""
-    out: list[Record] = []
-    if records.about is not None:
-        a = records.about
-        out.append(ThreadLine(thread=a.thread, title=a.title, settings=a.settings))
-    out += [_message_line(s) for s in records.messages]
-    out += [
-        SummaryLine(
-            thread=n.thread, agent=n.agent, level=n.level, index=n.index, text=n.text,
-            bytes=n.bytes, message=n.message, at=format_at(n.at),
-        )
-        for n in records.summaries
-    ]  # fmt: skip
-    if records.outline is not None:
-        out.append(_outline_line(records.outline))
-    out += [
-        CallLine(
-            thread=c.ask.thread, agent=c.ask.agent, n=c.n, model=c.model, level=c.ask.level,
-            index=c.ask.index,
-            prompts=list(c.ask.prompts), answers=list(c.ask.answers), line=c.ask.line,
-            outcome=c.ask.outcome, input_tokens=c.ask.input_tokens,
-            output_tokens=c.ask.output_tokens,
-        )
-        for c in records.calls
-    ]  # fmt: skip
-    return out
-
-
 def read_records(lines: Iterable[bytes | str], *, source: str = "<input>") -> list[ThreadRecords]:
     """Parse and check every JSONL line, grouped by thread in the order threads first appear.
 
@@ -240,7 +90,7 @@ def read_records(lines: Iterable[bytes | str], *, source: str = "<input>") -> li
         if not raw.strip():
             continue
         try:
-            record = _RECORD.validate_json(raw)
+            record = RECORD.validate_json(raw)
             _add(groups, record)
         except ValidationError as exc:
             problems = "; ".join(
@@ -302,33 +152,14 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
                 thread=record.thread, title=record.title, settings=record.settings
             )
         case MessageLine():
-            groups[record.thread].messages.append(_stored(record))
+            groups[record.thread].messages.append(stored_of(record))
         case SummaryLine():
-            if record.bytes != size(record.text):
-                raise InputError(
-                    f"summary bytes {record.bytes!r} is not the size of its text "
-                    f"({size(record.text)})",
-                    field="bytes",
-                )
-            groups[record.thread].summaries.append(
-                Summary(
-                    thread=record.thread, agent=record.agent, level=record.level,
-                    index=record.index, text=record.text, bytes=record.bytes,
-                    message=record.message, at=parse_at(record.at),
-                )
-            )  # fmt: skip
+            groups[record.thread].summaries.append(summary_of(record))
         case OutlineLine():
             group = groups[record.thread]
-            group.outline = _furthest(group.outline, _outline(record))
+            group.outline = _furthest(group.outline, outline_of(record))
         case CallLine():
-            ask = Ask(
-                thread=record.thread, agent=record.agent, level=record.level,
-                index=record.index, prompts=tuple(record.prompts),
-                answers=tuple(record.answers), line=record.line,
-                input_tokens=record.input_tokens, output_tokens=record.output_tokens,
-                outcome=record.outcome,
-            )  # fmt: skip
-            groups[record.thread].calls.append(Call(model=record.model, n=record.n, ask=ask))
+            groups[record.thread].calls.append(call_of(record))
 
 
 def _check_settings(text: str) -> None:
@@ -351,92 +182,3 @@ def _furthest(known: Outline | None, new: Outline) -> Outline:
             field="outline",
         )
     return known
-
-
-def _message_line(s: Stored) -> MessageLine:
-    m = s.message
-    return MessageLine(
-        id=m.id, thread=m.thread, seq=s.seq, index=s.index, author=m.author, to=m.to,
-        text=m.text, at=format_at(m.at), step=m.step,
-        files=[FileLine(name=f.name, mime=f.mime, size=f.size, url=f.url) for f in m.files],
-        weight=s.weight, step_index=s.step_index,
-    )  # fmt: skip
-
-
-def _stored(line: MessageLine) -> Stored:
-    message = Message(
-        id=line.id, thread=line.thread, author=line.author, to=line.to, text=line.text,
-        at=parse_at(line.at), step=line.step,
-        files=tuple(
-            File(name=f.name, mime=f.mime, size=f.size, url=f.url) for f in line.files
-        ),
-    )  # fmt: skip
-    if (line.index is None) != line.step:
-        raise InputError(
-            f"message {line.id!r}: a step has no index and a shared message has one, got "
-            f"step {line.step!r} with index {line.index!r}",
-            field="index",
-        )
-    if line.step_index is not None and not line.step:
-        raise InputError(
-            f"message {line.id!r}: a shared message has no step index, got {line.step_index!r}",
-            field="step_index",
-        )
-    return Stored(
-        message=message, seq=line.seq, index=line.index, weight=line.weight,
-        step_index=line.step_index,
-    )  # fmt: skip
-
-
-def _outline_line(o: Outline) -> OutlineLine:
-    def at(value: datetime | None) -> str | None:
-        return None if value is None else format_at(value)
-
-    return OutlineLine(
-        thread=o.thread,
-        lines=_lines_out(o.lines),
-        bytes=o.bytes, boundary=o.boundary, since=at(o.since), cut_at=at(o.cut_at),
-        gone=at(o.gone),
-        tail=[(t.id, t.weight, format_at(t.at), t.step, t.seq) for t in o.tail],
-        tokens=o.tokens, draining=o.draining, position=o.position, floor=o.floor,
-        steps={
-            agent: StepOutlineLine(
-                lines=_lines_out(steps.lines), bytes=steps.bytes, boundary=steps.boundary,
-                draining=steps.draining,
-            )
-            for agent, steps in sorted(o.steps.items())
-        },
-    )  # fmt: skip
-
-
-def _lines_out(lines: list[Entry]) -> list[tuple[int, int, int, str]]:
-    return [(level, index, by, format_at(when)) for level, index, by, when in lines]
-
-
-def _lines_in(lines: list[tuple[int, int, int, str]]) -> list[Entry]:
-    return [(level, index, by, parse_at(when)) for level, index, by, when in lines]
-
-
-def _outline(line: OutlineLine) -> Outline:
-    def at(value: str | None) -> datetime | None:
-        return None if value is None else parse_at(value)
-
-    return Outline(
-        thread=line.thread,
-        epoch="",  # per store: a load gives the thread a fresh epoch
-        version=0,
-        lines=_lines_in(line.lines),
-        bytes=line.bytes, boundary=line.boundary, since=at(line.since), cut_at=at(line.cut_at),
-        gone=at(line.gone),
-        tail=deque(
-            TailItem(id=id, weight=weight, at=parse_at(when), step=step, seq=seq)
-            for id, weight, when, step, seq in line.tail
-        ),
-        tokens=line.tokens, draining=line.draining, position=line.position, floor=line.floor,
-        steps={
-            agent: StepOutline(
-                lines=_lines_in(o.lines), bytes=o.bytes, boundary=o.boundary, draining=o.draining
-            )
-            for agent, o in line.steps.items()
-        },
-    )  # fmt: skip
