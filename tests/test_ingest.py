@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -539,3 +541,29 @@ def test_honours_history_tail_from_the_environment(
 )
 def test_the_format_is_told_from_the_content(content: bytes, expected: str) -> None:
     assert detect(content, Path("export.json")) == expected
+
+
+def test_reading_every_format_loads_neither_the_plugin_nor_the_trace(tmp_path: Path) -> None:
+    """Reading files is a layer of its own, above the core types: a tool that only reads a
+    file never starts the plugin's machinery, and the trace can import the reader."""
+    files = {
+        "log.jsonl": line(0, "hi").encode(),
+        "export.json": (Path(__file__).parent / "data" / "chatgpt-export.json").read_bytes(),
+        "run.json": ai.ModelMessagesTypeAdapter.dump_json(pydantic_history()),
+        "chat.json": b'[{"role": "user", "content": "hi"}]',
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    script = (
+        "import sys\nfrom pathlib import Path\nfrom history.ingest import read\n"
+        "print(*(f'{read(Path(n)).format}:{len(read(Path(n)).records)}' for n in sys.argv[1:]))\n"
+        "print(*sorted(m for m in ('history.plugin', 'history.trace') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, *files], cwd=tmp_path, capture_output=True, text=True,
+        timeout=60, check=True, env={"PYTHONPATH": str(Path(__file__).parents[1]), "PATH": ""},
+    )  # fmt: skip
+    formats, loaded = result.stdout.split("\n")[:2]
+    assert [f.split(":")[0] for f in formats.split()] == ["jsonl", "chatgpt", "pydantic-ai", "chat"]
+    assert all(int(f.split(":")[1]) > 0 for f in formats.split())
+    assert loaded == ""
