@@ -1,10 +1,10 @@
 """`python -m benchmarks.provider`: what the providers receive on the demo chat, and what
 recall costs the tail.
 
-1. The demo's next request as each provider would receive it (`history.providers`, offline):
-   tokens, cache marks, the prefix to cache against the provider's minimum, and the input cost
-   of a turn between cuts in uncached-token equivalents (`Measured.turn_cost`, the figure the
-   cost benchmark can take per turn).
+1. The demo's next request as each provider would receive it (`history.agent.providers`,
+   offline): tokens, cache marks, the prefix to cache against the provider's minimum, and the
+   input cost of a turn between cuts in uncached-token equivalents (`Measured.turn_cost`, the
+   figure the cost benchmark can take per turn).
 2. Two turns of the demo's agent, each zooming into the outline's two longest lines then
    answering: with the recall not recorded in the thread (as the plugin does), recorded as
    steps whole (as it did before), and without the zooms: messages cut and outline lines.
@@ -31,11 +31,11 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-import history.agent as agent
+import history.agent.capability as capability
 from history import History, HistorySettings, ThreadHistory
+from history.agent.providers import provider_request
 from history.cli import demo
 from history.cli import main as cli
-from history.providers import provider_request
 
 MODELS = (
     "openai-chat:gpt-4.1-mini",
@@ -115,7 +115,7 @@ def main() -> None:
     for mode in ("not recorded", "recorded whole", "no zoom"):
         with demo_store() as db, contextlib.ExitStack() as patches:
             if mode == "recorded whole":  # as before: recall recorded as steps, whole
-                patches.enter_context(mock.patch.object(agent, "recalled", lambda step: step))
+                patches.enter_context(mock.patch.object(capability, "recalled", lambda step: step))
                 patches.enter_context(
                     mock.patch.object(ThreadHistory, "_recall", lambda self, message: False)
                 )

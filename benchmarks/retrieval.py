@@ -13,9 +13,10 @@ enough:
 
 Each conversation is spread over weeks (a message every few hours), stored and processed with
 the echo summarizer and budgets that make the tree deep (tail 2,000 to 6,000 tokens, outline
-8,000 to 16,000 bytes), all in one store. `search` is the thread's search (`history.zoom`); the
-baseline is a plain BM25 (`rank-bm25`'s Okapi, words lowercased, no stemming) over the same
-messages. A question is answered at k when the answer's label is among the first k hits.
+8,000 to 16,000 bytes), all in one store. `search` is the thread's search
+(`history.agent.lookup`); the baseline is a plain BM25 (`rank-bm25`'s Okapi, words lowercased,
+no stemming) over the same messages. A question is answered at k when the answer's label is
+among the first k hits.
 
 The time per query is measured on stores of 1k, 10k and 100k messages made of 600-message
 threads (with the lines of their trees), searching one thread.
@@ -34,15 +35,14 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
-from history import terms
+from history import search, terms
+from history.agent.prompt import recall_block
 from history.contract import Message, Stored, Summary
 from history.lines import cut, line_of, one_line
 from history.plugin import History
 from history.settings import HistorySettings
 from history.store import open_store
 from history.store.records import ThreadRecords
-from history.view import recall_block
-from history.zoom import search
 
 from .corpora import START, Corpus
 from .targets import Target

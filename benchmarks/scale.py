@@ -30,10 +30,10 @@ from pathlib import Path
 
 import anyio
 
+from history import search, view, zoom
 from history.contract import Message
 from history.lines import label
 from history.plugin import History
-from history.view import search, view, zoom
 
 from .corpora import synthetic_corpus
 from .speed import settings, spread

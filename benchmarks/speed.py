@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
+from history import prompt_text, view
 from history.contract import Message, Outline, Stored, Summary, Task
 from history.plugin import History
 from history.processors.compact import compact
@@ -38,7 +39,6 @@ from history.store import open_store, rows
 from history.store.sqlite import SQLiteStore
 from history.summarizer import Scripted, write
 from history.trace import snapshot
-from history.view import prompt_text, view
 
 from .cache import count
 

@@ -72,7 +72,7 @@ def _answer(rng: random.Random) -> str:
 
 def _tool_steps(rng: random.Random) -> list[tuple[str, str, str]]:
     """A tool call and its result, both the assistant's steps (its private messages), in the
-    JSON the pydantic-ai hook records (`history.steps`)."""
+    JSON the pydantic-ai hook records (`history.agent.steps`)."""
     tool = rng.choice(TOOLS)
     args = {"system": rng.choice(SYSTEMS), "since": f"2026-01-{rng.randint(1, 28):02d}"}
     rows = [

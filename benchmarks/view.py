@@ -1,6 +1,6 @@
 """What chat-outline sends an agent, as the benchmarks measure it: the plugin's own `view()`.
 
-`chat_history_prompt` takes the messages `history.view.view` builds for an agent (the outline in
+`chat_history_prompt` takes the messages `history.view` builds for an agent (the outline in
 blocks of lines with its cache points, then the tail: the agent's answers, its tool calls and
 returns, everyone else's messages) and makes each part one block, as a provider's cache sees
 them; a `CachePoint` the view places becomes a cache mark, and the end of the prompt is marked
@@ -17,9 +17,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from history import prompt_text, search, view
 from history.plugin import History
-from history.view import prompt_text, view
-from history.zoom import search
 
 from .cache import Prompt
 

@@ -27,26 +27,27 @@ from .summarizer import Echo, Scripted, Summarizer
 __version__ = "0.1.0"
 
 if typing.TYPE_CHECKING:
-    from .agent import ThreadHistory
+    from .agent.capability import ThreadHistory
+    from .agent.lookup import Zoom, search, zoom
+    from .agent.prompt import Rendered, prompt_text, render_view, view
     from .pins import Replay
     from .plugin import History
     from .rebuild import rebuild
-    from .view import Rendered, Zoom, prompt_text, render_view, search, view, zoom
 
 # These pull in pydantic-ai (the view, the agent, a rebuild) or the tokenizer and the event
 # loop (the plugin), so they are imported when first used: the command line starts without.
 _LAZY = {
     "History": "plugin",
-    "Rendered": "view",
+    "Rendered": "agent.prompt",
     "Replay": "pins",
-    "ThreadHistory": "agent",
-    "Zoom": "view",
-    "prompt_text": "view",
+    "ThreadHistory": "agent.capability",
+    "Zoom": "agent.lookup",
+    "prompt_text": "agent.prompt",
     "rebuild": "rebuild",
-    "render_view": "view",
-    "search": "view",
-    "view": "view",
-    "zoom": "view",
+    "render_view": "agent.prompt",
+    "search": "agent.lookup",
+    "view": "agent.prompt",
+    "zoom": "agent.lookup",
 }
 
 
@@ -65,8 +66,8 @@ def __dir__() -> list[str]:
 
 
 class _Package(types.ModuleType):
-    """Importing a submodule binds it on its package: `history.view` and `history.zoom` stay
-    the functions, whatever was imported first."""
+    """Importing a submodule binds it on its package: `history.rebuild` stays the function,
+    whatever was imported first."""
 
     def __setattr__(self, name: str, value: typing.Any) -> None:
         if not (name in _LAZY and isinstance(value, types.ModuleType)):

@@ -20,9 +20,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from history import ThreadHistory, prompt_text, view, zoom
-from history.agent import INSTRUCTIONS
+from history.agent.capability import INSTRUCTIONS
+from history.agent.steps import Call, Calls, Feedback, Return, Returns, decode, encode
 from history.lines import size
-from history.steps import Call, Calls, Feedback, Return, Returns, decode, encode
 
 from .conftest import exchange, message
 

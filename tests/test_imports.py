@@ -11,11 +11,10 @@ import anyio
 import pytest
 from pydantic_ai import messages as ai
 
-from history import History, HistorySettings
+from history import History, HistorySettings, view
 from history.cli import main
 from history.contract import File, Message
 from history.store import open_store
-from history.view import view
 
 DATA = Path(__file__).parent / "data"
 EXPORT = DATA / "chatgpt-export.json"

@@ -18,7 +18,7 @@ from pydantic_ai.messages import (
 )
 
 from history import Message, prompt_text, view
-from history.steps import Call, Calls, Return, Returns, encode
+from history.agent.steps import Call, Calls, Return, Returns, encode
 
 from .conftest import message
 

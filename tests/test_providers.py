@@ -18,8 +18,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
 from history import ThreadHistory, render_view
-from history.cli import main
-from history.providers import (
+from history.agent.providers import (
     NEXT,
     Measured,
     Reply,
@@ -29,6 +28,7 @@ from history.providers import (
     recording_model,
     split,
 )
+from history.cli import main
 
 from .conftest import exchange
 

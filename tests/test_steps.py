@@ -300,8 +300,7 @@ def _record(m: Message) -> dict[str, Any]:
 async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: Any) -> None:
     from pydantic_ai.messages import CompactionPart, ModelRequest
 
-    from history import NotFoundError
-    from history.view import view, zoom
+    from history import NotFoundError, view, zoom
 
     async with open_history(summarizer="echo", line=96, tail=(100, 300), kept=1) as run:
         await run.send(*chat(4), *chat(4, start=6))
@@ -329,7 +328,7 @@ async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: 
 async def test_an_agent_finds_an_early_tool_result_by_search_and_zoom(
     database: str, tmp_path: Path
 ) -> None:
-    from history.view import search, zoom
+    from history import search, zoom
 
     settings = HistorySettings(summarizer="echo", line=96, tail=(100, 300), kept=1)
     early = step(1, "The weather service says: Lisbon, 23 degrees and sunny on Friday")
@@ -355,7 +354,7 @@ async def test_an_agent_finds_an_early_tool_result_by_search_and_zoom(
 async def test_a_store_indexed_again_keeps_each_agents_steps_searchable(
     database: str,
 ) -> None:
-    from history.view import search
+    from history import search
 
     settings = HistorySettings(summarizer="echo", line=96, tail=(100, 300), kept=1)
     said = [message(0, "What is the weather in Lisbon?", to="north")]

@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
 )
 
 from history import Reply, Task, prompt_text, render_view, view
-from history.steps import Call, Calls, Return, Returns, encode
+from history.agent.steps import Call, Calls, Return, Returns, encode
 
 from .conftest import START, exchange, message
 

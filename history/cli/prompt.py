@@ -101,7 +101,7 @@ async def _prompt(history: History, thread: str, args: argparse.Namespace) -> No
 
 
 async def _zoom(history: History, thread: str, args: argparse.Namespace) -> None:
-    from ..view import zoom
+    from ..agent.lookup import zoom
 
     opened = await zoom(history, thread, args.label, agent=args.agent or None, page=args.page)
     if args.json:
@@ -117,7 +117,7 @@ async def _zoom(history: History, thread: str, args: argparse.Namespace) -> None
 
 
 async def _search(history: History, thread: str, args: argparse.Namespace) -> None:
-    from ..view import search
+    from ..agent.lookup import search
 
     query = " ".join(args.words)
     hits = await search(history, thread, query, limit=args.limit, agent=args.agent or None)
@@ -162,7 +162,7 @@ async def print_prompt(
 
     With `model`, the request body that model's provider would receive instead, and its figures.
     """
-    from ..view import render_view
+    from ..agent.prompt import render_view
 
     result = await render_view(history, thread, agent=agent, model=model)
     request = result.request

@@ -8,7 +8,7 @@ by the file, or `--thread`) the way the pydantic-ai hook records a run:
   and documents as files; the model's text is a shared message by `assistant`;
 - a message that calls tools is one step by its author, its text kept in the step; a tool's
   result is its caller's step, paired with its call by `tool_call_id` (an old `function_call`'s
-  result by the function's name), in the JSON of `history.steps` the hook writes, so a view
+  result by the function's name), in the JSON of `history.agent.steps` the hook writes, so a view
   sends them back as tool calls;
 - system and developer messages and empty messages are left out.
 
@@ -23,9 +23,9 @@ import mimetypes
 from collections.abc import Mapping
 from typing import Any
 
+from ..agent.steps import Call, Calls, Return, Returns, encode
 from ..contract import File, Message
 from ..errors import InputError
-from ..steps import Call, Calls, Return, Returns, encode
 from ._records import ASSISTANT, SKIPPED_ROLES, USER, Below, Reader, Said, path_of, synthetic_at
 
 

@@ -36,9 +36,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..agent.steps import Call, Calls, Return, Returns, encode
 from ..contract import File, Message
 from ..errors import InputError
-from ..steps import Call, Calls, Return, Returns, encode
 from ._records import ASSISTANT, SKIPPED_ROLES, USER, Below, Reader, path_of
 
 HIDDEN_CONTENT = ("user_editable_context", "model_editable_context")

@@ -7,7 +7,7 @@ hook records a run, so a file and a live run give the same kind of thread:
   text is a shared message by `assistant`;
 - a model response that calls tools is one step by the assistant, its text alongside the calls
   kept in the step; the tools' results (and pydantic-ai's retry feedback) are the assistant's
-  steps too, in the JSON of `history.steps` the hook writes, so a view sends them back as tool
+  steps too, in the JSON of `history.agent.steps` the hook writes, so a view sends them back as tool
   calls;
 - system prompts and instructions, the model's reasoning and empty messages are left out.
 
@@ -28,9 +28,9 @@ import pydantic
 import pydantic_core
 from pydantic_ai import messages as ai
 
+from ..agent.steps import Call, Calls, Feedback, Return, Returns, encode, prompt_content
 from ..contract import Message
 from ..errors import InputError
-from ..steps import Call, Calls, Feedback, Return, Returns, encode, prompt_content
 from ._records import ASSISTANT, SYNTHETIC_START, USER, Reader, Said, path_of, synthetic_at
 
 

@@ -32,11 +32,11 @@ from pydantic_ai.messages import CompactionPart
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from .agent import ThreadHistory
-from .errors import ConfigurationError
-from .plugin import History
-from .processors.weight import tokens
-from .view import BLOCK_LINES, view
+from ..errors import ConfigurationError
+from ..plugin import History
+from ..processors.weight import tokens
+from .capability import ThreadHistory
+from .prompt import BLOCK_LINES, view
 
 Kind = Literal["openai-chat", "openai-responses", "anthropic"]
 KINDS: dict[str, Kind] = {

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .contract import Hit, Message, Stored, Summary, format_at
-from .errors import NotFoundError
-from .lines import cut, one_line, prefix, render, size
-from .lines import label as label_of
-from .plugin import History
+from ..contract import Hit, Message, Stored, Summary, format_at
+from ..errors import NotFoundError
+from ..lines import cut, one_line, prefix, render, size
+from ..lines import label as label_of
+from ..plugin import History
 
 PAGE = 32_000
 """Bytes of a message sent at once: the head the view sends, and a page of zoom."""

@@ -44,13 +44,13 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import AgentDepsT, Tool
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from .contract import File, Message
-from .errors import NotFoundError
-from .lines import size
-from .plugin import History
+from ..contract import File, Message
+from ..errors import NotFoundError
+from ..lines import size
+from ..plugin import History
+from .lookup import search, zoom
+from .prompt import BLOCK_LINES, PAGE, Run, build
 from .steps import Returns, encode, prompt_content, request_steps, response_step, response_text
-from .view import BLOCK_LINES, PAGE, Run, build
-from .zoom import search, zoom
 
 log = logging.getLogger(__name__)
 

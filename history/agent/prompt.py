@@ -11,7 +11,7 @@ sent as its provider sent them when they were stored with that form (reasoning i
 signatures, item and call ids: see `History.message_created`'s `native`), so the next request
 starts with the whole of the last one;
 everyone else's are user parts naming who wrote them; the agent's steps are its tool calls and
-returns (see `history.steps`), and a call or return whose partner is not in view, or not right
+returns (see `history.agent.steps`), and a call or return whose partner is not in view, or not right
 next to it, is plain text, since providers refuse a lone tool part. Other agents' steps are
 private to them and left out.
 
@@ -43,14 +43,14 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from .asking import describe
-from .contract import Entry, Hit, Outline, Stored
-from .errors import ConfigurationError
-from .lines import label, one_line, prefix, render, size
-from .plugin import History
-from .processors.weight import tokens
+from ..asking import describe
+from ..contract import Entry, Hit, Outline, Stored
+from ..errors import ConfigurationError
+from ..lines import label, one_line, prefix, render, size
+from ..plugin import History
+from ..processors.weight import tokens
+from .lookup import PAGE, Zoom, search, zoom
 from .steps import Calls, Returns, Step, cut_text, decode, paired_calls, step_messages
-from .zoom import PAGE, Zoom, search, zoom
 
 if TYPE_CHECKING:
     from .providers import Sent
@@ -134,7 +134,7 @@ async def render_view(
 
     With `model` (`"openai:gpt-5.6"`, `"anthropic:claude-sonnet-4-5"`, `"openai-chat:..."`), also
     the request that model's provider would receive from the agent at its next turn, sized, as
-    `history.providers.provider_request` records it offline (the whole view: `since` narrows
+    `history.agent.providers.provider_request` records it offline (the whole view: `since` narrows
     the text only).
     """
     messages = await view(history, thread, agent=agent, block_lines=block_lines, since=since)
@@ -257,7 +257,7 @@ async def _natives(
     history: History, thread: str, after: int, agent: str, tail: list[Stored]
 ) -> dict[str, list[ModelMessage]]:
     """The agent's own messages in the tail as their provider sent them, by id: the message
-    last, after the recall exchange that led to it (see `history.agent.RECALL`)."""
+    last, after the recall exchange that led to it (see `history.agent.capability.RECALL`)."""
     own = {s.message.id for s in tail if s.message.author == agent}
     found: dict[str, list[ModelMessage]] = {}
     for id, text in (await history.store.natives(thread, after)).items():

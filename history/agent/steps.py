@@ -41,8 +41,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from .contract import File
-from .lines import prefix, size
+from ..contract import File
+from ..lines import prefix, size
 
 Outcome = Literal["success", "failed", "denied", "interrupted", "retried"]
 OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
