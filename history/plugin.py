@@ -25,6 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .asking import Asker, Counters, describe
+from .batch import process_one
 from .contract import Ask, Message, Outline, Stored, Summary
 from .errors import (
     ClosedError,
@@ -37,8 +38,6 @@ from .errors import (
 )
 from .metering import Usage, usage
 from .pins import model_key
-from .processors.compact import process_one
-from .processors.erase import erase
 from .processors.summarize import Nodes, boundaries
 from .processors.weight import encoding, weight
 from .settings import HistorySettings, recorded
@@ -221,11 +220,16 @@ class History:
         return stored
 
     async def thread_deleted(self, thread: str) -> bool:
-        """Erase a thread: its messages, lines, outline and calls. True when it held anything."""
+        """Erase a thread: its messages, lines, outline and calls. True when it held anything.
+
+        A batch of the thread still in flight commits nothing afterwards: its outline row is
+        gone (or belongs to a new thread of the same id, with another epoch), so its version
+        check fails.
+        """
         self._open()
         if not isinstance(thread, str) or not thread:
             raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
-        erased = await erase(self.store, thread)
+        erased = await self.store.erase(thread)
         self._erased[thread] = self._erased.get(thread, 0) + 1
         self._forget(thread)
         return erased

@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 from pydantic_ai.models import Model
 
 from .asking import request
+from .batch import process_one
 from .contract import Ask, Outline, Reply, Stored, Task
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .pins import Replay, model_key, pinned
-from .processors.compact import process_one
 from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, built_with, recorded
 from .store import Store

@@ -1,1 +1,3 @@
-"""The event handlers: `compact` (tail, cut, fold), `summarize`, `weight` and `erase`."""
+"""The event handlers, pure: `compact` (tail, cut, fold), `summarize` (lines, merges) and
+`weight`. They take data and hand back changes, importing only the contract, the seam they share
+with the core (`history.processing`), lines and settings; the core commits what they did."""

@@ -4,38 +4,19 @@ The tail grows a message at a time and shrinks in one batch (the cut); the outli
 the lines of what left and, past its maximum, merges its most overdue pairs (the fold). A step
 that leaves joins its agent's step outline, which folds the same way (SPEC section 6a). Between
 cuts and folds nothing at the start of an agent's prompt moves (SPEC section 5).
-`process_one` is the whole step for one message, its lines then its commit: the plugin and a
-rebuild both process through it.
+It takes data and hands back what changed: lines are written through the `LineWriter` it is
+given, and the core (`history.batch`) commits the outline it moved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Protocol
 
-from history.contract import Ask, Entry, Outline, StepOutline, Stored, TailItem, Task
+from history.contract import Entry, Outline, StepOutline, Stored, TailItem
+from history.processing import Change, LineWriter, MessageReader, Vanished
 from history.settings import HistorySettings
-from history.store import Store
-from history.summarizer import AskFn, write
 
-from .summarize import LineWriter, Nodes, summarize
-
-MessageReader = Callable[[str], Awaitable[Stored | None]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Change:
-    """What processing one message did to its thread's outline."""
-
-    cut: bool
-    """At least one message left the tail."""
-    folded: bool
-    """At least one pair of lines merged into its parent."""
-
-
-class Vanished(Exception):
-    """A message the outline names is gone: the thread was erased under the batch."""
+from .summarize import Nodes, summarize
 
 
 async def compact(
@@ -182,47 +163,3 @@ async def fold(outline: _Lines, nodes: Nodes, bounds: tuple[int, int], *, agent:
 
 def _parent(level: int, index: int) -> tuple[int, int]:
     return level + 1, index // 2
-
-
-async def process_one(
-    store: Store,
-    state: Outline,
-    stored: Stored,
-    *,
-    nodes: Nodes,
-    read: MessageReader,
-    ask: AskFn,
-    settings: HistorySettings,
-    model_key: str,
-    defer: bool = False,
-) -> tuple[Outline, list[Ask]] | None:
-    """SPEC 5.2: one message's lines first (the model calls, no transaction open), then one
-    commit checked against the outline's version. None when the outline changed under it
-    (another writer, or an erase): nothing was written, and the caller reloads and redoes it.
-
-    With `defer`, a message that only joined the tail is not committed: the outline it leaves
-    (its version unchanged) is committed whole with a later message's, so a run of such
-    messages costs one write, and each message's processing is still all or nothing.
-    """
-    work = state.copy()
-    asks: list[Ask] = []
-
-    async def write_line(task: Task) -> str:
-        done = await write(task, ask, limit=settings.line, tries=settings.tries)
-        asks.append(done)
-        return done.line
-
-    try:
-        change = await compact(work, stored, nodes, write_line, read, settings)
-    except Vanished:
-        return None
-    lines_changed = change.cut or change.folded
-    if defer and not (lines_changed or nodes.written or asks):
-        return work, asks
-    if not await store.commit(
-        state, work, nodes.written, asks, model_key, lines_changed=lines_changed
-    ):
-        return None
-    work.version = state.version + 1
-    nodes.settle()
-    return work, asks

@@ -7,20 +7,12 @@ same way in its agent's own step tree (section 6a).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 
 from history.contract import Outline, Stored, Summary, Task
 from history.lines import bound_input, line_of, size
-
-NodeKey = tuple[str, int, int]
-"""A node's key in its thread: `(agent, level, index)`."""
-LineWriter = Callable[[Task], Awaitable[str]]
-"""Writes the line for a task: asks the summarizer, retries, cuts."""
-NodeReader = Callable[[str, int, int], Awaitable[Summary | None]]
-"""Reads a stored node by `(agent, level, index)`; agent `""` is the shared tree."""
-ManyReader = Callable[[str, list[tuple[int, int]]], Awaitable[list[Summary]]]
-"""Reads the nodes of one tree (an agent's, `""` for the shared one) at some keys at once."""
+from history.processing import LineWriter, ManyReader, NodeKey, NodeReader
 
 
 class Nodes:

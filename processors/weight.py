@@ -1,4 +1,8 @@
-"""What a message costs a prompt, in tokens: computed once, when it arrives."""
+"""What a message costs a prompt, in tokens: computed once, when it arrives.
+
+It imports `history.errors`: a tokenizer that cannot be loaded is bad configuration, refused
+when the plugin opens, and only this module knows how tokenizers are loaded.
+"""
 
 from __future__ import annotations
 

@@ -23,14 +23,13 @@ def _erase(args: argparse.Namespace) -> int:
 
 
 async def _erase_thread(args: argparse.Namespace) -> int:
-    from ..processors.erase import erase
     from . import report
 
     must_exist(args.db)
     async with opened(args.db) as store:
         thread = await report.resolve(store, args.thread)
         snap = await report.snapshot(store, thread)
-        await erase(store, thread)
+        await store.erase(thread)
     f = snap.figures
     print(f"erased thread {thread!r}: {f.messages} messages and {f.nodes} lines")
     return 0
