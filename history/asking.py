@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import anyio.lowlevel
 
 from .contract import Reply, Task
 from .errors import SummarizerError, UnpinnedError
-from .summarizer import Exhausted, Summarizer
+from .summarizer import AskFn, Exhausted, Summarizer
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +121,31 @@ async def request(
     return checked(reply, summarizer.name)
 
 
+@dataclass(kw_only=True)
+class Memory:
+    """A thread's requests since its last commit: the answers received, and the failures.
+
+    Kept until the thread's batch commits (`clear`), so a batch redone after a later failure
+    never pays for an answer twice.
+    """
+
+    answers: dict[tuple[str, ...], Reply | None] = field(default_factory=dict)
+    """By the prompts sent; None for an ask that kept failing (its line is a cut)."""
+    failed: dict[tuple[str, ...], int] = field(default_factory=dict)
+    """How often each request failed."""
+    latest: int = 1
+    """How often the request that failed last has failed: the thread's retry pause grows with
+    this, and starts over with the next request (after an answer or a fallback)."""
+
+    def clear(self) -> None:
+        """The thread's batch committed (or the thread is gone): forget its requests."""
+        self.answers.clear()
+        self.failed.clear()
+        self.latest = 1
+
+
 class Asker:
-    """Sends a thread's requests to the summarizer, remembering answers until `settle`."""
+    """Sends the threads' requests to the summarizer, one limiter and timeout for all."""
 
     def __init__(
         self, summarizer: Summarizer, counters: Counters, *, concurrency: int, timeout: float
@@ -131,27 +154,22 @@ class Asker:
         self._counters = counters
         self._limiter = anyio.CapacityLimiter(concurrency)
         self._timeout = timeout
-        self._answers: dict[str, dict[tuple[str, ...], Reply | None]] = {}
-        self._failed: dict[str, dict[tuple[str, ...], int]] = {}
-        self._latest: dict[str, int] = {}
 
-    def settle(self, thread: str) -> None:
-        """The thread's batch committed (or the thread is gone): forget its answers."""
-        self._answers.pop(thread, None)
-        self._failed.pop(thread, None)
-        self._latest.pop(thread, None)
+    def asking(self, memory: Memory) -> AskFn:
+        """How a thread asks: each request answered from its `memory` when it made it before."""
 
-    def failures(self, thread: str) -> int:
-        """How often the thread's request that failed last has failed: its retry's pause grows
-        with this, and starts over with the next request (after an answer or a fallback)."""
-        return self._latest.get(thread, 1)
+        async def ask(task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+            return await self.ask(task, prompts, answers, memory=memory)
 
-    async def ask(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
-        """One request: answered from memory when the batch made it before."""
-        memory = self._answers.setdefault(task.thread, {})
+        return ask
+
+    async def ask(
+        self, task: Task, prompts: Sequence[str], answers: Sequence[str], *, memory: Memory
+    ) -> Reply:
+        """One request: answered from `memory` when the batch made it before."""
         key = tuple(prompts)
-        if key in memory:
-            known = memory[key]
+        if key in memory.answers:
+            known = memory.answers[key]
             if known is None:
                 raise Exhausted(f"thread {task.thread!r}: the ask kept failing")
             return known
@@ -165,10 +183,10 @@ class Asker:
             raise  # a replayed ask that kept failing (the same cut), or a refused miss (never cut)
         except SummarizerError as exc:
             self._counters.failures += 1
-            failed = self._failed.setdefault(task.thread, {})
-            failed[key] = self._latest[task.thread] = failed.get(key, 0) + 1
+            failed = memory.failed
+            failed[key] = memory.latest = failed.get(key, 0) + 1
             if failed[key] >= FAILED_ASKS_BEFORE_FALLBACK:
-                memory[key] = None
+                memory.answers[key] = None
                 self._counters.fallbacks += 1
                 log.error(
                     "thread %r: the ask for node (%d, %d) failed %d times (last: %s); its line "
@@ -178,5 +196,5 @@ class Asker:
                 )
                 raise Exhausted(f"thread {task.thread!r}: the ask kept failing") from exc
             raise
-        memory[key] = reply
+        memory.answers[key] = reply
         return reply

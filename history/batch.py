@@ -1,19 +1,32 @@
-"""One message's processing as a whole: its lines first, then one version-checked commit.
+"""Processing as a whole: a message's lines first, then one version-checked commit.
 
-The processors move a copy of the outline and ask for lines through a callback; this module
-gives them the callback (the summarizer's asking loop), and commits what they did. The plugin
-and a rebuild both process through `process_one`.
+The processors move a copy of the outline and ask for lines through a callback; `process_one`
+gives them the callback (the summarizer's asking loop) and commits what they did, for the
+plugin and for a rebuild alike. A `Runner` brings a thread's lane up to date through it, in
+batches, under the thread's claim, and tells the listeners what each commit asked.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
+import anyio
+
+from .asking import Asker, Counters, describe
 from .contract import Ask, Outline, Stored, Task
+from .errors import StoreError
+from .lane import BATCH, Lane
 from .processing import MessageReader, Vanished
 from .processors.compact import compact
-from .processors.summarize import Nodes
-from .settings import HistorySettings
+from .processors.summarize import Nodes, boundaries
+from .settings import HistorySettings, recorded
 from .store import Store
 from .summarizer import AskFn, write
+
+log = logging.getLogger(__name__)
+
+AskListener = Callable[[Ask], None]
 
 
 async def process_one(
@@ -58,3 +71,168 @@ async def process_one(
     work.version = state.version + 1
     nodes.settle()
     return work, asks
+
+
+class _Stale(Exception):
+    """The thread's outline changed under a batch (another writer, or an erase)."""
+
+
+class Runner:
+    """Brings a lane up to date: its thread's pending messages, in batches, under its claim.
+
+    Each message is processed by `process_one` with what the lane keeps in memory; the
+    committed conversations are handed to the listeners, whose errors are logged and counted,
+    never raised here.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        settings: HistorySettings,
+        asker: Asker,
+        *,
+        model_key: str,
+        counters: Counters,
+        listeners: list[AskListener],
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.model_key = model_key
+        self._asker = asker
+        self._counters = counters
+        self._listeners = listeners
+
+    async def catch_up(self, lane: Lane) -> None:
+        """Process what is pending for the lane's thread, if this process may claim it."""
+        while True:
+            async with self.store.claim(lane.thread) as granted:
+                if not granted:  # another process holds it, and looks again when it lets go
+                    return
+                if self.store.shared:
+                    await self._refresh(lane)
+                await self._claimed(lane)
+            if not self.store.shared:
+                return
+            # Another process that stored a message while we held the claim was refused it.
+            state = lane.outline
+            if state is None or not await self.store.pending(lane.thread, state.position, 1):
+                return
+
+    async def _refresh(self, lane: Lane) -> None:
+        """Start a claim from the committed outline: another process may have moved it since.
+
+        What this process read of the thread stays only if nobody else committed (or erased
+        and reused the id) in between.
+        """
+        known = lane.outline
+        state = await self.store.outline(lane.thread)
+        if (
+            state is None
+            or known is None
+            or (state.epoch, state.version) != (known.epoch, known.version)
+        ):
+            lane.drop_reads()
+        lane.outline = state
+
+    async def _claimed(self, lane: Lane) -> None:
+        thread = lane.thread
+        while True:
+            generation = lane.generation
+            state = lane.outline or await self.store.outline(thread)
+            if state is None:
+                return
+            handed = lane.take_handed(state.position)
+            batch = handed
+            if not batch:
+                batch = await self.store.pending(thread, state.position, BATCH)
+            if lane.generation != generation:
+                continue  # erased while we read: start again from what is stored now
+            if not batch:
+                lane.outline = state
+                return
+            if state.position < 0:  # its first processing: the settings it is built with
+                await self.store.describe(thread, settings=recorded(self.settings))
+            recent = lane.recent
+            unsaved = False
+            for k, stored in enumerate(batch):
+                recent[stored.message.id] = stored
+                try:
+                    # Only the batch's last message must commit: those before it that only
+                    # join the tail are committed with a later one.
+                    done = await self._process(lane, state, stored, defer=k + 1 < len(batch))
+                except _Stale:
+                    lane.forget(answers=False)
+                    break
+                except BaseException:
+                    if unsaved:  # cancelled or failed: what waited for this commit is kept
+                        with anyio.CancelScope(shield=True):
+                            await self._save(lane, state)
+                    raise
+                unsaved = done.version == state.version
+                state = lane.outline = done
+                if len(recent) > len(state.tail):
+                    whole = {item.id for item in state.tail}
+                    lane.recent = recent = {id: s for id, s in recent.items() if id in whole}
+            else:  # the whole batch is done
+                if self.store.shared and (handed or len(batch) < BATCH):
+                    return  # `catch_up` looks for more once it has let the claim go
+
+    async def _save(self, lane: Lane, state: Outline) -> None:
+        """Commit the messages that joined the tail waiting for a later message's commit, when
+        that message failed; if this fails too, they are processed again from the store."""
+        try:
+            saved = await self.store.commit(
+                state, state, [], [], self.model_key, lines_changed=False
+            )
+        except StoreError:
+            saved = False
+        if saved:
+            state.version += 1
+        else:
+            lane.forget(answers=False)
+
+    async def _process(self, lane: Lane, state: Outline, stored: Stored, *, defer: bool) -> Outline:
+        """Process one message with what the lane keeps in memory; with `defer`, a message that
+        only joins the tail is left for a later commit."""
+        thread, store = lane.thread, self.store
+        nodes = Nodes(
+            thread,
+            lambda agent, level, index: store.summary(thread, level, index, agent=agent),
+            boundaries=boundaries(state),
+            known=lane.known_nodes(),
+            read_many=lambda agent, keys: store.nodes(thread, keys, agent=agent),
+        )
+        recent = lane.recent
+
+        async def read(id: str) -> Stored | None:
+            return recent.get(id) or await store.message(id)
+
+        done = await process_one(
+            store, state, stored, nodes=nodes, read=read, ask=self._asker.asking(lane.memory),
+            settings=self.settings, model_key=self.model_key, defer=defer,
+        )  # fmt: skip
+        if done is None:
+            raise _Stale
+        work, asks = done
+        lane.memory.clear()
+        self._counters.processed += 1
+        for ask in asks:
+            self._counters.asks += 1
+            self._counters.input_tokens += ask.input_tokens
+            self._counters.output_tokens += ask.output_tokens
+            self._tell(ask)
+        return work
+
+    def _tell(self, ask: Ask) -> None:
+        """Hand a committed conversation to the listeners; one that raises is logged, counted
+        and passed over (the batch is committed: the plugin goes on)."""
+        for listener in self._listeners:
+            try:
+                listener(ask)
+            except Exception as exc:
+                self._counters.listener_errors += 1
+                log.error(
+                    "thread %r: an on_ask listener raised %s for node (%d, %d)",
+                    ask.thread, describe(exc), ask.level, ask.index,
+                    extra={"chat_thread": ask.thread},
+                )  # fmt: skip

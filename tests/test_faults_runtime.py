@@ -149,11 +149,12 @@ async def test_an_on_ask_listener_that_raises_is_logged_and_counted(
     history = History(settings, store=tmp_path / "h.sqlite", on_ask=listener, pause=0.0)
     with anyio.fail_after(30):
         async with history:
-            for m in chat(6):
+            for m in chat(6) + chat(6, thread="u"):
                 await history.message_created(m)
             await history.wait()
-            outline = await history.outline("t")
-    assert outline is not None and outline.position == 5
+            outlines = [await history.outline(thread) for thread in ("t", "u")]
+    # Both threads went on past every raise, and the block ended cleanly.
+    assert [o.position if o else None for o in outlines] == [5, 5]
     assert history.counters.listener_errors == history.counters.asks > 0
     failed = [r for r in caplog.records if "listener" in r.getMessage()]
     assert len(failed) == history.counters.asks

@@ -182,14 +182,14 @@ async def test_an_error_in_the_block_comes_out_as_it_was_raised(tmp_path: Any) -
 async def test_only_the_threads_worked_on_last_stay_in_memory(
     open_history: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from history import plugin
+    from history import lane
 
-    monkeypatch.setattr(plugin, "WARM_THREADS", 3)
+    monkeypatch.setattr(lane, "WARM_THREADS", 3)
     async with open_history(tail=(5, 10), kept=1) as run:
         for k in range(8):
             await run.send(message(0, "hello there", thread=f"t{k}"))
         await run.send(message(1, "again", thread="t2"))
-        warm = list(run.history._states)
+        warm = [held.thread for held in run.history._lanes]
         outline = await run.history.outline("t2")
     assert warm == ["t6", "t7", "t2"]
     assert outline is not None and [t.id for t in outline.tail] == ["t2-1"]

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from history import History, HistorySettings, plugin
+from history import History, HistorySettings, lane
 from history.contract import Ask, Outline, Stored, Summary
 from history.errors import StoreError
 from history.store.sqlite import SQLiteStore
@@ -162,7 +162,7 @@ async def test_a_failed_commit_keeps_the_messages_that_waited_for_it(tmp_path: P
 async def test_a_fold_reads_the_parents_it_weighs_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plugin, "NODE_CACHE", 2)  # nodes read from the store, not remembered
+    monkeypatch.setattr(lane, "NODE_CACHE", 2)  # nodes read from the store, not remembered
     store = Counting(str(tmp_path / "h.sqlite"))
     many = exchange([f"point {k}: the estimate moved to {k * 7} hours" for k in range(60)])
     async with History(SETTINGS, store=store, pause=0.0) as history:

@@ -1,0 +1,156 @@
+"""A lane: what this process holds of one thread, and the lanes it keeps.
+
+`History` works on each thread in its own lane: the committed outline as last seen, the nodes
+and tail messages read, the rows handed over and not yet processed, the answers received since
+the last commit, the wake event of a pause, and the erase generation. Forgetting a thread drops
+its lane whole (a lane at work only empties, and is dropped once it stops); `Lanes` keeps the
+lanes of the threads worked on last warm and forgets the rest, so a store with many threads does
+not grow the process for months.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import anyio
+
+from .asking import Memory
+from .contract import Outline, Stored, Summary
+from .processing import NodeKey
+
+BATCH = 256
+"""Messages processed between two looks at the store (and rows a lane keeps handed over)."""
+NODE_CACHE = 256
+"""Nodes a lane keeps in memory (left siblings, lines before a message); past it, the older
+half is dropped."""
+WARM_THREADS = 256
+"""Lanes whose outline, recent nodes and tail messages stay in memory between messages."""
+
+
+@dataclass(eq=False, kw_only=True)
+class Lane:
+    """One thread's state in this process; nothing in it is needed for correctness, only to
+    spare reads, except `generation`, `running` and `dirty`."""
+
+    thread: str
+    outline: Outline | None = None
+    """The committed outline as this process last saw (or committed) it."""
+    nodes: dict[NodeKey, Summary | None] = field(default_factory=dict)
+    """Committed nodes read or written here (None: known absent)."""
+    recent: dict[str, Stored] = field(default_factory=dict)
+    """The tail's messages by id, as read or handed over: their lines are written from these."""
+    handed: dict[int, Stored] = field(default_factory=dict)
+    """Rows stored here and not yet processed, by seq: processing takes them from here
+    instead of reading them back."""
+    memory: Memory = field(default_factory=Memory)
+    """The summarizer's answers received since the thread's last commit."""
+    generation: int = 0
+    """How often the thread was erased while this lane lived: reads from before one are stale."""
+    wake: anyio.Event | None = None
+    """Set to end the pause after a failed batch early (`History.retry`)."""
+    running: bool = False
+    """A task is processing the thread."""
+    dirty: bool = False
+    """Messages came while it ran: it looks again before it stops."""
+
+    def drop_reads(self) -> None:
+        """Another writer may have moved the thread: what was read of it is dropped. New
+        containers, so that a batch still holding the old ones cannot bring them back."""
+        self.nodes, self.recent, self.handed = {}, {}, {}
+
+    def forget(self, *, answers: bool = True) -> None:
+        """Drop what was read of the thread, its outline too; its answers unless told to keep
+        them (a batch gone stale under another writer is redone with the answers it received)."""
+        self.outline = None
+        self.drop_reads()
+        if answers:
+            self.memory.clear()
+
+    def hand(self, stored: Stored) -> None:
+        """Keep a row just stored for processing, up to a batch of them."""
+        if len(self.handed) < BATCH:
+            self.handed[stored.seq] = stored
+
+    def take_handed(self, position: int) -> list[Stored]:
+        """The rows handed over that come next after `position`, in a run with no gap."""
+        handed = self.handed
+        if not handed:
+            return []
+        run: list[Stored] = []
+        while (stored := handed.pop(position + 1 + len(run), None)) is not None:
+            run.append(stored)
+        for seq in [seq for seq in handed if seq <= position + len(run)]:
+            del handed[seq]  # processed already (read from the store after a gap)
+        return run
+
+    def known_nodes(self) -> dict[NodeKey, Summary | None]:
+        """The node cache for the next message, its older half dropped once past NODE_CACHE."""
+        known = self.nodes
+        if len(known) > NODE_CACHE:
+            # The newest half stays: the left siblings the next merges read, recently read.
+            for key in list(known)[: len(known) - NODE_CACHE // 2]:
+                del known[key]
+        return known
+
+
+class Lanes:
+    """The lanes of the threads this process works on, the last worked on last."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[str, Lane] = {}
+        self.busy = 0
+        """Lanes running now."""
+        self.idle = anyio.Event()
+        """Set while no lane runs; a new one is made when one starts."""
+        self.idle.set()
+
+    def __iter__(self) -> Iterator[Lane]:
+        return iter(list(self._lanes.values()))
+
+    def get(self, thread: str) -> Lane:
+        """The thread's lane, made (as the newest) if it has none."""
+        lane = self._lanes.get(thread)
+        if lane is None:
+            lane = self._lanes[thread] = Lane(thread=thread)
+        return lane
+
+    def holds(self, lane: Lane) -> bool:
+        """`lane` is still its thread's (not forgotten and replaced since)."""
+        return self._lanes.get(lane.thread) is lane
+
+    def running(self, thread: str) -> bool:
+        lane = self._lanes.get(thread)
+        return lane is not None and lane.running
+
+    def erased(self, thread: str) -> None:
+        """The thread was erased: its lane's reads are stale, and its lane is dropped."""
+        lane = self._lanes.get(thread)
+        if lane is not None:
+            lane.generation += 1
+            self._drop(lane)
+
+    def start(self, lane: Lane) -> None:
+        """`lane` starts running."""
+        if not self.busy:
+            self.idle = anyio.Event()
+        self.busy += 1
+        lane.running = True
+
+    def stop(self, lane: Lane) -> None:
+        """`lane` stopped: it becomes the newest warm lane (a running lane is never dropped),
+        and the oldest idle ones past WARM_THREADS are forgotten."""
+        lane.running, lane.wake = False, None
+        self.busy -= 1
+        self._lanes[lane.thread] = self._lanes.pop(lane.thread)  # the newest, last
+        for idle in list(self._lanes.values())[: max(0, len(self._lanes) - WARM_THREADS)]:
+            if not idle.running:
+                self._drop(idle)
+        if not self.busy:
+            self.idle.set()
+
+    def _drop(self, lane: Lane) -> None:
+        """Forget the thread: its lane empties, and is dropped unless a task still runs it."""
+        lane.forget()
+        if not lane.running and self.holds(lane):
+            del self._lanes[lane.thread]
