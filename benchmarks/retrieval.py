@@ -36,7 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from history import search, terms
-from history.agent.prompt import recall_block
+from history.agent.lookup import recall_block
 from history.contract import Message, Stored, Summary
 from history.lines import cut, line_of, one_line
 from history.plugin import History

@@ -48,8 +48,8 @@ from ..contract import File, Message
 from ..errors import NotFoundError
 from ..lines import size
 from ..plugin import History
-from .lookup import search, zoom
-from .prompt import BLOCK_LINES, PAGE, Run, build
+from .lookup import PAGE, search, zoom
+from .prompt import BLOCK_LINES, Run, build
 from .steps import Returns, encode, prompt_content, request_steps, response_step, response_text
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@
 into the message itself, whole, in pages of `PAGE` bytes when it is long. An agent zooms into
 its own step tree the same way, by the step labels of its step outline (`"s4+2"`, `"s5+1"`).
 `search(query)` finds the thread's lines and messages by their words and gives the labels to
-zoom into.
+zoom into; `recall_block` is what a view appends of them for the newest message (its `recall`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,15 @@ from ..errors import NotFoundError
 from ..lines import cut, one_line, prefix, render, size
 from ..lines import label as label_of
 from ..plugin import History
+from ..processors.weight import tokens
 
 PAGE = 32_000
 """Bytes of a message sent at once: the head the view sends, and a page of zoom."""
 BATCH = 256
+"""Messages read from the log at once, when the tail is read."""
+RECALL_HITS = 10
+"""Hits the recall block draws from, the best first."""
+RECALL_HEADER = "Earlier in this conversation, found for the newest message (label|text):"
 _LABEL = re.compile(r"\s*(s?)(\d+)\s*\+\s*(\d+)\s*")
 
 
@@ -106,6 +111,33 @@ async def search(
             text = cut(text, history.settings.line)
         hits.append(replace(hit, text=text))
     return hits
+
+
+async def recall_block(
+    history: History,
+    thread: str,
+    query: str,
+    *,
+    agent: str | None,
+    budget: int,
+    whole: int,
+) -> str:
+    """The best search hits for `query` as `{label}|{text}` lines under `RECALL_HEADER`, as
+    many as fit `budget` tokens (the header included); hits on messages from index `whole` on,
+    which the tail holds whole, are left out. Empty when nothing fits or nothing is found."""
+    encoding = history.settings.encoding
+    lines = [RECALL_HEADER]
+    used = tokens(RECALL_HEADER, encoding)
+    for hit in await search(history, thread, query, limit=RECALL_HITS, agent=agent):
+        if hit.index << hit.level >= whole:
+            continue
+        line = f"{hit.label}|{hit.text}"
+        cost = tokens(line, encoding) + 1
+        if used + cost > budget:
+            break
+        lines.append(line)
+        used += cost
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def _parse(thread: str, text: str) -> tuple[bool, int, int]:

@@ -1,0 +1,184 @@
+"""The tail as an agent is sent it: every message after the outline, whole, from the log.
+
+The tail is the outline's committed tail and every message stored after it, so a view taken
+while processing is behind misses nothing. The agent's own messages are its responses, sent as
+its provider sent them when they were stored with that form (reasoning items, thinking
+signatures, item and call ids: see `History.message_created`'s `native`), so the next request
+starts with the whole of the last one; everyone else's are user parts naming who wrote them;
+the agent's steps are its tool calls and returns (see `history.agent.steps`), and a call or
+return whose partner is not in view, or not right next to it, is plain text, since providers
+refuse a lone tool part. Other agents' steps are private to them and left out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from ..asking import describe
+from ..contract import Outline, Stored
+from ..lines import label, prefix, render, size
+from ..plugin import History
+from .lookup import BATCH
+from .steps import Calls, Returns, Step, cut_text, step_messages
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """An agent's run, for the view it is sent: the requests of the messages it recorded (its
+    prompt) carry its id, so pydantic-ai counts them among the run's new messages."""
+
+    id: str
+    recorded: frozenset[str]
+    """Ids of the messages the run recorded."""
+
+
+async def read_natives(
+    history: History, thread: str, after: int, agent: str, tail: list[Stored]
+) -> dict[str, list[ModelMessage]]:
+    """The agent's own messages in the tail as their provider sent them, by id: the message
+    last, after the recall exchange that led to it (see `history.agent.capability.RECALL`)."""
+    own = {s.message.id for s in tail if s.message.author == agent}
+    found: dict[str, list[ModelMessage]] = {}
+    for id, text in (await history.store.natives(thread, after)).items():
+        if id not in own:
+            continue
+        try:
+            found[id] = ModelMessagesTypeAdapter.validate_json(text)
+        except ValueError as exc:  # a form this pydantic-ai cannot read: the text
+            # The error's type only: a validation error quotes the message's content.
+            log.warning(
+                "thread %r: message %r has a native form that cannot be read (%s)", thread, id,
+                describe(exc), extra={"chat_thread": thread},
+            )  # fmt: skip
+    return found
+
+
+def tail_after(outline: Outline) -> int:
+    """The seq right before the tail's first message."""
+    return (outline.tail[0].seq if outline.tail else outline.position + 1) - 1
+
+
+async def read_tail(history: History, outline: Outline) -> list[Stored]:
+    """The tail from the log: every message from the tail's first on, processed or not."""
+    after = tail_after(outline)
+    found: list[Stored] = []
+    while batch := await history.store.pending(outline.thread, after, BATCH):
+        found.extend(batch)
+        after = batch[-1].seq
+    return found
+
+
+def tail_messages(
+    tail: list[Stored],
+    steps: Mapping[str, Step],
+    paired: set[str],
+    agent: str | None,
+    page: int,
+    natives: Mapping[str, list[ModelMessage]],
+    run: Run | None,
+) -> Iterable[ModelMessage]:
+    """The tail's messages as `agent` is sent them: its own as it said them (`natives`, else
+    responses), its steps as tool parts where `paired`, everyone else's as user parts."""
+    for s in tail:
+        m = s.message
+        if m.step and agent is not None and m.author != agent:
+            continue  # another agent's private step
+        step = steps.get(m.id)
+        native = natives.get(m.id)
+        if native and _whole(native[-1], step, paired, size(m.text) <= page):
+            yield from native
+        elif step is not None:
+            yield from step_messages(m.author, step, paired, page, m.at, own=agent is not None)
+        elif m.author == agent and not m.step:
+            yield ModelResponse(parts=[TextPart(content=_head(m.text, page, s))], timestamp=m.at)
+        else:
+            text = render(replace(m, text=_head(m.text, page, s)))
+            text += "".join(f" [{f.name}]" for f in m.files)
+            ours = run is not None and m.id in run.recorded
+            yield ModelRequest(
+                parts=[UserPromptPart(content=text, timestamp=m.at)],
+                run_id=run.id if run is not None and ours else None,
+            )
+
+
+def _whole(native: ModelMessage, step: Step | None, paired: set[str], fits: bool) -> bool:
+    """Whether a message goes as its provider sent it: a response with its calls all paired, a
+    request of results all paired and within a page."""
+    if isinstance(native, ModelResponse):
+        return not isinstance(step, Calls) or all(c.id in paired for c in step.calls)
+    return isinstance(step, Returns) and fits and all(r.id in paired for r in step.returns)
+
+
+def _head(text: str, page: int, stored: Stored) -> str:
+    """A text too large for a prompt as its head, with a note to zoom for the rest."""
+    if size(text) <= page:
+        return text
+    if stored.index is None:
+        return cut_text(text, page)
+    head = prefix(text, page)
+    where = label(0, stored.index)
+    return f'{head}\n[… {size(text) - size(head)} more bytes: zoom("{where}", page=2) reads on]'
+
+
+def unpaired(sent: list[ModelMessage]) -> set[str]:
+    """Ids of calls not answered in the next request, and of results not answering the last."""
+    apart: set[str] = set()
+    for k, message in enumerate(sent):
+        if isinstance(message, ModelResponse):
+            after = sent[k + 1] if k + 1 < len(sent) else None
+            apart |= _ids(message, ToolCallPart) - _ids(after, ToolReturnPart)
+        else:
+            before = sent[k - 1] if k else None
+            apart |= _ids(message, ToolReturnPart) - _ids(before, ToolCallPart)
+    return apart
+
+
+def _ids(message: ModelMessage | None, kind: type[ToolCallPart | ToolReturnPart]) -> set[str]:
+    parts = message.parts if message is not None else []
+    return {p.tool_call_id for p in parts if isinstance(p, kind)}
+
+
+def merged(pieces: Iterable[ModelMessage]) -> list[ModelMessage]:
+    """Neighbours of the same kind as one message, as pydantic-ai sends them: tool results lead."""
+    out: list[ModelMessage] = []
+    for piece in pieces:
+        last = out[-1] if out else None
+        if isinstance(piece, ModelRequest) and isinstance(last, ModelRequest):
+            parts = sorted([*last.parts, *piece.parts], key=_results_first)
+            out[-1] = ModelRequest(parts=parts, run_id=last.run_id or piece.run_id)
+        elif (
+            isinstance(piece, ModelResponse)
+            and isinstance(last, ModelResponse)
+            and _synthetic(piece)
+            and _synthetic(last)
+        ):
+            out[-1] = ModelResponse(parts=[*last.parts, *piece.parts], timestamp=piece.timestamp)
+        else:
+            out.append(piece)
+    return out
+
+
+def _results_first(part: ModelRequestPart) -> int:
+    return 0 if isinstance(part, ToolReturnPart) else 1
+
+
+def _synthetic(response: ModelResponse) -> bool:
+    """Made here, not by a provider: pydantic-ai merges such neighbours, so the view does too."""
+    r = response
+    return r.provider_response_id is None and r.provider_name is None and r.model_name is None
