@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Protocol, TypedDict, Unpack
 
 import pytest
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
-from history import History, HistorySettings, Message
+from history import File, History, HistorySettings, Message, Summarizer
 from history.contract import Ask
 from history.store import Store, open_store
 
@@ -23,6 +26,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+class MessageExtras(TypedDict, total=False):
+    """The fields of a Message that `message` leaves to their defaults unless given."""
+
+    files: tuple[File, ...]
+
+
 def message(
     n: int,
     text: str,
@@ -31,7 +40,7 @@ def message(
     author: str = "Ana",
     to: str = "north",
     step: bool = False,
-    **extra: Any,
+    **extra: Unpack[MessageExtras],
 ) -> Message:
     """Message `n` of a thread, one minute after the one before."""
     return Message(
@@ -69,18 +78,56 @@ class Run:
         await self.history.wait()
 
 
+class Settings(TypedDict, total=False):
+    """HistorySettings' fields as keyword arguments, each optional (`summarizer` too)."""
+
+    summarizer: str
+    line: int
+    tail: tuple[int, int]
+    outline: tuple[int, int]
+    kept: int
+    tries: int
+    cut_gap: bool
+    steps: tuple[int, int] | None
+    encoding: str
+    model_settings: ModelSettings | None
+    search_language: str
+
+
+class PluginOptions(TypedDict, total=False):
+    """History's own keyword arguments, those a test may change."""
+
+    concurrency: int
+    timeout: float
+    pause: float
+    max_pause: float
+    process: bool
+
+
+class Opener(Protocol):
+    """The `open_history` fixture: a fresh History on its own store, as a context manager."""
+
+    def __call__(
+        self,
+        *,
+        store: str | Path | Store | None = None,
+        model: Model | Summarizer | None = None,
+        plugin: PluginOptions | None = None,
+        **settings: Unpack[Settings],
+    ) -> AbstractAsyncContextManager[Run]: ...
+
+
 @pytest.fixture
-def open_history(tmp_path: Path) -> Callable[..., Any]:
+def open_history(tmp_path: Path) -> Opener:
     """`async with open_history(summarizer="scripted", tail=(25, 50)) as run:` a fresh store."""
-    from contextlib import asynccontextmanager
 
     @asynccontextmanager
     async def opener(
         *,
-        store: Any = None,
-        model: Any = None,
-        plugin: dict[str, Any] | None = None,
-        **settings: Any,
+        store: str | Path | Store | None = None,
+        model: Model | Summarizer | None = None,
+        plugin: PluginOptions | None = None,
+        **settings: Unpack[Settings],
     ) -> AsyncIterator[Run]:
         settings.setdefault("summarizer", "scripted")
         asks: list[Ask] = []
@@ -89,7 +136,7 @@ def open_history(tmp_path: Path) -> Callable[..., Any]:
             store=store or tmp_path / "history.sqlite",
             model=model,
             on_ask=asks.append,
-            **{"pause": 0.0, **(plugin or {})},
+            **PluginOptions(pause=0.0, **(plugin or {})),
         )
         async with history:
             yield Run(history, asks)

@@ -21,14 +21,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from history import ThreadHistory, prompt_text, view, zoom
 from history.agent.capability import INSTRUCTIONS
-from history.agent.steps import Call, Calls, Feedback, Return, Returns, decode, encode
+from history.agent.steps import Call, Calls, Feedback, Return, Returns, Step, decode, encode
 from history.lines import size
 
-from .conftest import exchange, message
+from .conftest import Opener, exchange, message
 
 pytestmark = pytest.mark.anyio
 
-Opener = Callable[..., Any]
 Script = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 
 
@@ -177,7 +176,7 @@ async def test_an_app_that_records_prompts_itself_is_not_recorded_twice(
 
 
 def test_steps_round_trip() -> None:
-    steps = [
+    steps: list[Step] = [
         Calls(calls=(Call(id="a", name="f", args='{"x": 1}'), Call(id="b", name="g", args=None))),
         Returns(returns=(Return(id="a", name="f", content={"n": [1, 2]}, outcome="failed"),)),
         Feedback(text="Please answer with a number."),

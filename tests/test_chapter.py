@@ -7,23 +7,23 @@ the weights (SPEC section 10); with the cut gap, the figures SPEC section 10 giv
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pytest
 
 from history.lines import line_of
 
-from .conftest import exchange, message
+from .conftest import Opener, exchange, message
 
 pytestmark = pytest.mark.anyio
 
 LONG = "We should plan the launch carefully. " * 20  # over 512 bytes
 
 
-async def test_two_exchanges_call_nothing(open_history: Any) -> None:
+async def test_two_exchanges_call_nothing(open_history: Opener) -> None:
     async with open_history(tail=(25, 50)) as run:
         await run.send(*exchange(["Plan the launch", "We need a trailer"]))
         outline = await run.history.outline("t")
+        assert outline is not None
         assert run.asks == []
         assert outline.lines == [] and outline.cut_at is None
         assert [t.id for t in outline.tail] == ["t-0", "t-1", "t-2", "t-3"]
@@ -32,12 +32,13 @@ async def test_two_exchanges_call_nothing(open_history: Any) -> None:
 
 @pytest.mark.parametrize("cut_gap", [False, True])
 async def test_past_the_tail_long_messages_are_compressed_and_ok_is_its_own_line(
-    open_history: Any, cut_gap: bool
+    open_history: Opener, cut_gap: bool
 ) -> None:
     async with open_history(tail=(25, 50), cut_gap=cut_gap) as run:
         await run.send(*exchange([LONG] * 4))
         nodes = {(s.level, s.index): s.text for s in await run.history.store.summaries()}
         outline = await run.history.outline("t")
+        assert outline is not None
 
     # The chapter: the newest four shared messages are kept. With the gap, the cut that the
     # kept messages stopped above 25 tokens leaves the next message waiting for another 25.
@@ -59,7 +60,7 @@ async def test_past_the_tail_long_messages_are_compressed_and_ok_is_its_own_line
     )
 
 
-async def test_erasing_a_chat_erases_its_lines(open_history: Any) -> None:
+async def test_erasing_a_chat_erases_its_lines(open_history: Opener) -> None:
     async with open_history(tail=(25, 50)) as run:
         await run.send(*exchange([LONG] * 4), *exchange(["elsewhere"] * 4, thread="u"))
         assert {s.thread for s in await run.history.store.summaries()} == {"t", "u"}
@@ -71,12 +72,13 @@ async def test_erasing_a_chat_erases_its_lines(open_history: Any) -> None:
         # A later message with the same thread id starts a new thread.
         await run.send(message(0, "again"))
         outline = await run.history.outline("t")
+        assert outline is not None
         assert [t.id for t in outline.tail] == ["t-0"] and outline.boundary == 0
 
 
 @pytest.mark.parametrize(("cut_gap", "left"), [(False, 12), (True, 11)])
 async def test_run_it_short_messages_build_the_tree_by_joins_alone(
-    open_history: Any, cut_gap: bool, left: int
+    open_history: Opener, cut_gap: bool, left: int
 ) -> None:
     said = ["Plan the launch for December", "We need a trailer", "And a landing page",
             "Who writes the copy?", "What about the price?", "Let's say 49 euros",
@@ -89,6 +91,7 @@ async def test_run_it_short_messages_build_the_tree_by_joins_alone(
         await run.send(*messages)
         nodes = await run.history.store.summaries()
         outline = await run.history.outline("t")
+        assert outline is not None
 
     assert run.asks == []
     assert outline.boundary == left  # SPEC section 10: 12/6/3/1 lines, 11/5/2/1 with the gap

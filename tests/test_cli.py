@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -45,11 +46,14 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str
     return code, out, err
 
 
-def as_json(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> object:
+def as_json(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> dict[str, Any]:
+    """The one JSON object a read command prints with `--json`."""
     code, out, err = run(capsys, *argv, "--json")
     assert code == 0, err
     assert out.count("\n") == 1  # one document, one line
-    return json.loads(out)
+    document = json.loads(out)
+    assert isinstance(document, dict)
+    return document
 
 
 @pytest.fixture
@@ -82,8 +86,8 @@ def test_threads_and_show_as_json(db: Path, capsys: pytest.CaptureFixture[str]) 
     assert list(shown) == [
         "thread", "title", "settings", "figures", "nodes", "outline", "steps", "tail",
     ]  # fmt: skip
-    assert shown["settings"]["tail"] == [40, 80]  # type: ignore[index]
-    assert shown["figures"] == listed["threads"][0]  # type: ignore[index]
+    assert shown["settings"]["tail"] == [40, 80]
+    assert shown["figures"] == listed["threads"][0]
     assert len(shown["nodes"]) == 19 and len(shown["outline"]) == 11 and len(shown["tail"]) == 5
     assert shown["nodes"][0] == {
         "label": "0+1", "level": 0, "index": 0, "text": "Ana → north: Plan the launch for December",
@@ -160,7 +164,7 @@ def test_ingest_and_load_read_standard_input(
     assert code == 0 and out.startswith("loaded 2 thread(s)")
     a = as_json(capsys, "threads", "--db", tmp_path / "a.sqlite")
     b = as_json(capsys, "threads", "--db", tmp_path / "b.sqlite")
-    assert a["threads"] == b["threads"]  # type: ignore[index]
+    assert a["threads"] == b["threads"]
 
 
 def test_the_store_variable_names_the_store_of_every_command(
@@ -185,14 +189,14 @@ def test_the_store_variable_names_the_store_of_every_command(
     )  # fmt: skip
     assert run(capsys, "threads", "--db", tmp_path / "other.sqlite")[0] == 2  # --db wins
     assert run(capsys, "erase", "t")[0] == 0
-    assert as_json(capsys, "threads")["threads"] == []  # type: ignore[index]
+    assert as_json(capsys, "threads")["threads"] == []
 
 
 def test_a_store_under_the_former_default_name_is_still_found(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(capsys, "ingest", EXAMPLE, "--db", "chat-history.sqlite")[0] == 0
-    assert [t["thread"] for t in as_json(capsys, "threads")["threads"]] == ["t"]  # type: ignore[index]
+    assert [t["thread"] for t in as_json(capsys, "threads")["threads"]] == ["t"]
     assert not (tmp_path / "chat-outline.sqlite").exists()
     (tmp_path / "chat-history.sqlite").rename(tmp_path / "old.sqlite")
     assert run(capsys, "threads")[0] == 2  # no store: nothing is created by a read

@@ -254,7 +254,7 @@ def test_the_reference_gives_the_chapters_run_it_figures() -> None:
 
 def _exchanges(count: int, *, steps: tuple[tuple[str, str], ...] = ()) -> list[bytes]:
     """Ana's long message to north and north's `ok`, `count` times; `steps` after each."""
-    lines = []
+    lines: list[bytes] = []
     for k in range(count):
         for author, to, text, step in [
             ("Ana", "north", f"point {k} " * 80, False),

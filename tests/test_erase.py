@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
 
 import anyio
 import pytest
@@ -11,7 +11,7 @@ import pytest
 from history import Scripted
 from history.contract import Reply, Task
 
-from .conftest import message
+from .conftest import Opener, message
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +33,7 @@ class Gate:
 
 @pytest.mark.parametrize("reuse_id", [False, True], ids=["erased", "erased-then-reused"])
 async def test_an_erase_that_races_a_batch_wins(
-    open_history: Any, database: str, reuse_id: bool
+    open_history: Opener, database: str, reuse_id: bool
 ) -> None:
     gate = Gate()
     long = "secret plan " * 60
@@ -59,7 +59,7 @@ async def test_an_erase_that_races_a_batch_wins(
         assert outline is None
 
 
-async def test_an_erase_while_the_worker_reads_its_pending_messages_wins(tmp_path: Any) -> None:
+async def test_an_erase_while_the_worker_reads_its_pending_messages_wins(tmp_path: Path) -> None:
     from history import History, HistorySettings, Stored
     from history.store.sqlite import SQLiteStore
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from history import Echo, Scripted
+from history import Echo, Message, Scripted
 from history.contract import Reply, Task
 from history.summarizer import Summarizer
 from history.trace import snapshot
 
-from .conftest import message
+from .conftest import Opener, PluginOptions, Settings, message
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +43,7 @@ class Flaky:
         return await self.inner.reply(task, prompts, answers)
 
 
-def conversation(n: int, *, thread: str = "t") -> list[Any]:
+def conversation(n: int, *, thread: str = "t") -> list[Message]:
     texts = [f"{k}: " + ("details " * (k % 7) * 12 or "ok") for k in range(n)]
     return [
         message(k, text, thread=thread, author="Ana" if k % 2 else "north", step=k % 9 == 8)
@@ -50,9 +51,11 @@ def conversation(n: int, *, thread: str = "t") -> list[Any]:
     ]
 
 
-async def run_trace(open_history: Any, model: Any, messages: list[Any]) -> dict[str, Any]:
-    plugin = {"timeout": 0.02, "pause": 0.0}
-    settings = {"line": 96, "tail": (60, 120), "outline": (300, 600), "kept": 2}
+async def run_trace(
+    open_history: Opener, model: Summarizer, messages: list[Message]
+) -> dict[str, Any]:
+    plugin: PluginOptions = {"timeout": 0.02, "pause": 0.0}
+    settings: Settings = {"line": 96, "tail": (60, 120), "outline": (300, 600), "kept": 2}
     async with open_history(model=model, plugin=plugin, **settings) as run:
         for m in messages:
             await run.history.message_created(m)
@@ -62,7 +65,7 @@ async def run_trace(open_history: Any, model: Any, messages: list[Any]) -> dict[
 
 @pytest.mark.parametrize("inner", [Echo, Scripted], ids=["echo", "scripted"])
 async def test_failure_timing_does_not_change_the_trace(
-    open_history: Any, tmp_path: Any, inner: type[Summarizer]
+    open_history: Opener, tmp_path: Path, inner: type[Summarizer]
 ) -> None:
     messages = conversation(60)
     steady = await run_trace(open_history, inner(), messages)
@@ -87,12 +90,13 @@ class Broken:
         raise RuntimeError("always down")
 
 
-async def test_an_ask_that_keeps_failing_falls_back_to_a_cut(open_history: Any) -> None:
+async def test_an_ask_that_keeps_failing_falls_back_to_a_cut(open_history: Opener) -> None:
     broken = Broken()
     long = "word " * 200
     async with open_history(model=broken, tail=(1, 2), kept=1) as run:
         await run.send(message(0, long), message(1, "ok"), message(2, "later"))
         outline = await run.history.outline("t")
+        assert outline is not None
         nodes = await run.history.store.summaries()
         counters = run.history.counters
     # Message 0's line, then its merge with message 1's line: each asked 5 times, then cut.
@@ -123,10 +127,12 @@ class OnceDown:
         return await Scripted().reply(task, prompts, answers)
 
 
-async def test_a_failed_batch_commits_nothing_and_is_retried_when_asked(open_history: Any) -> None:
+async def test_a_failed_batch_commits_nothing_and_is_retried_when_asked(
+    open_history: Opener,
+) -> None:
     model = OnceDown()
     long = "word " * 200
-    plugin = {"pause": 3600.0, "max_pause": 3600.0}
+    plugin: PluginOptions = {"pause": 3600.0, "max_pause": 3600.0}
     async with open_history(model=model, plugin=plugin, tail=(1, 2), kept=1) as run:
         # Messages 0..2 leave in one batch when message 3 arrives.
         for k in range(3):
@@ -135,6 +141,7 @@ async def test_a_failed_batch_commits_nothing_and_is_retried_when_asked(open_his
         with anyio.move_on_after(0.3):
             await run.history.wait()
         outline = await run.history.outline("t")
+        assert outline is not None
         assert outline.position == 2  # message 3's batch failed: nothing of it committed
         assert {(s.level, s.index) for s in await run.history.store.summaries()} == {
             (0, 0),
@@ -145,12 +152,13 @@ async def test_a_failed_batch_commits_nothing_and_is_retried_when_asked(open_his
         with anyio.fail_after(5):
             await run.history.wait()
         outline = await run.history.outline("t")
+        assert outline is not None
     assert outline.position == 3 and outline.boundary == 3
     assert all(count == 1 for prompt, count in model.calls.items() if "message 2" not in prompt)
 
 
 async def test_a_replay_that_refuses_the_model_leaves_the_thread_waiting(
-    open_history: Any,
+    open_history: Opener,
 ) -> None:
     from history import Replay
 
@@ -160,6 +168,7 @@ async def test_a_replay_that_refuses_the_model_leaves_the_thread_waiting(
         with anyio.fail_after(5):
             await run.send(message(0, long), message(1, "ok"))
         outline = await run.history.outline("t")
+        assert outline is not None
         counters = run.history.counters
     assert outline.position == 0  # message 1's batch needed the model: nothing of it committed
     assert counters.refused == 1 and counters.fallbacks == 0 and counters.asks == 0
@@ -169,14 +178,14 @@ async def test_a_replay_that_refuses_the_model_leaves_the_thread_waiting(
     "plugin",
     [{"concurrency": 0}, {"concurrency": True}, {"timeout": 0}, {"pause": 5, "max_pause": 1}],
 )
-def test_plugin_limits_that_cannot_work_are_refused(plugin: dict[str, Any]) -> None:
+def test_plugin_limits_that_cannot_work_are_refused(plugin: PluginOptions) -> None:
     from history import ConfigurationError, History, HistorySettings
 
     with pytest.raises(ConfigurationError):
         History(HistorySettings(summarizer="echo"), store=":memory:", **plugin)
 
 
-async def test_a_failed_open_closes_the_store(tmp_path: Any) -> None:
+async def test_a_failed_open_closes_the_store(tmp_path: Path) -> None:
     from history import History, HistorySettings, StoreError
     from history.store.sqlite import SQLiteStore
 

@@ -295,7 +295,7 @@ def test_an_outline_line_whose_node_is_lost_is_left_out_of_the_prompt_with_a_war
     assert code == 0, err
     assert "Ana → north" in out
     assert [r.getMessage() for r in caplog.records] == ["thread 't': 1 outline lines have no node"]
-    assert caplog.records[0].chat_thread == "t"
+    assert vars(caplog.records[0])["chat_thread"] == "t"
 
 
 # 4. A load checks everything before it writes anything

@@ -189,7 +189,7 @@ def test_a_chat_list_keeps_links_and_reports_what_it_cannot_read(
 def test_a_pydantic_ai_history_keeps_its_urls_and_refuses_a_result_for_no_call(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    history = [
+    history: list[ai.ModelMessage] = [
         ai.ModelRequest(parts=[ai.UserPromptPart(content=[
             "What is in this picture?",
             ai.ImageUrl(url="https://example.org/cat.jpg"),

@@ -178,7 +178,7 @@ def conversation(id: str, nodes: list[dict[str, Any]], current: str) -> dict[str
     return {"id": id, "title": id, "create_time": T0, "mapping": mapping, "current_node": current}
 
 
-def said(role: str, text: str | None, at: float | None, **extra: Any) -> dict[str, Any]:
+def said(role: str, text: str | None, at: float | str | None, **extra: Any) -> dict[str, Any]:
     content = extra.pop("content", {"content_type": "text", "parts": [text]})
     author = {"role": role, "name": extra.pop("name", None), "metadata": {}}
     return {"id": "x", "author": author, "create_time": at, "content": content,

@@ -19,7 +19,7 @@ from history import (
 )
 from history.processors.weight import weight
 
-from .conftest import START, message
+from .conftest import START, Opener, message
 
 pytestmark = pytest.mark.anyio
 
@@ -105,7 +105,7 @@ def test_files_weigh_by_what_they_are() -> None:
 
 
 async def test_redelivery_changes_nothing_and_other_content_is_refused(
-    open_history: Any, database: str
+    open_history: Opener, database: str
 ) -> None:
     async with open_history(store=database) as run:
         first = message(0, "hello")
@@ -121,11 +121,12 @@ async def test_redelivery_changes_nothing_and_other_content_is_refused(
         stored = await run.history.store.message("t-0")
         assert stored is not None and stored.message.text == "hello" and stored.seq == 0
         outline = await run.history.outline("t")
+        assert outline is not None
         assert [t.id for t in outline.tail] == ["t-0"]
 
 
 async def test_concurrent_deliveries_get_contiguous_seqs_in_arrival_order(
-    open_history: Any, database: str
+    open_history: Opener, database: str
 ) -> None:
     async with open_history(store=database) as run:
         async with anyio.create_task_group() as group:
@@ -164,7 +165,7 @@ async def test_a_database_that_is_not_ours_is_refused(tmp_path: Any) -> None:
             pass
 
 
-async def test_the_plugin_refuses_what_is_not_a_message_or_a_thread(open_history: Any) -> None:
+async def test_the_plugin_refuses_what_is_not_a_message_or_a_thread(open_history: Opener) -> None:
     async with open_history() as run:
         with pytest.raises(InputError, match="takes a Message"):
             await run.history.message_created({"id": "1"})  # type: ignore[arg-type]
@@ -180,7 +181,7 @@ async def test_an_error_in_the_block_comes_out_as_it_was_raised(tmp_path: Any) -
 
 
 async def test_only_the_threads_worked_on_last_stay_in_memory(
-    open_history: Any, monkeypatch: pytest.MonkeyPatch
+    open_history: Opener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from history import lane
 

@@ -193,7 +193,9 @@ def test_no_statement_scans_a_thread_on_postgresql() -> None:
             for name, planned in PLANNED.items():
                 sql = planned.postgresql or rows.numbered(planned.sql)
                 args = planned.postgresql_args or planned.args
-                (text,) = await db.fetchrow(f"EXPLAIN (FORMAT JSON) {sql}", *args)
+                plan = await db.fetchrow(f"EXPLAIN (FORMAT JSON) {sql}", *args)
+                assert plan is not None  # EXPLAIN always answers with one row
+                (text,) = plan
                 problems += _postgres_problems(name, planned, json.loads(text)[0]["Plan"])
         finally:
             await db.close()

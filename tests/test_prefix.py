@@ -3,7 +3,7 @@ and a tool call is never sent without its result, wherever the cut falls."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,11 +20,10 @@ from pydantic_ai.messages import (
 from history import Message, prompt_text, view
 from history.agent.steps import Call, Calls, Return, Returns, encode
 
-from .conftest import message
+from .conftest import Opener, Settings, message
 
 pytestmark = pytest.mark.anyio
 
-Opener = Callable[..., Any]
 WORDS = ("price", "launch", "trailer", "copy", "budget", "venue", "date", "guest", "list", "stage",
          "light", "sound")  # fmt: skip
 
@@ -58,8 +57,14 @@ def blocks(sent: list[ModelMessage]) -> list[str]:
 
 
 async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(open_history: Opener) -> None:
-    settings = {"tail": (120, 240), "outline": (300, 600), "line": 96, "kept": 2}
-    async with open_history(summarizer="echo", **settings) as run:
+    settings: Settings = {
+        "summarizer": "echo",
+        "tail": (120, 240),
+        "outline": (300, 600),
+        "line": 96,
+        "kept": 2,
+    }
+    async with open_history(**settings) as run:
         before: tuple[str, Any, list[str]] | None = None
         breaks: list[int] = []
         changes: list[int] = []

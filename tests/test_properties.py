@@ -57,7 +57,7 @@ def check(
 ) -> None:
     nodes = {(level, index): n for (agent, level, index), n in trees.items() if not agent}
     # Every shared message that left is covered by exactly one line, in order.
-    covered = []
+    covered: list[int] = []
     for level, index, size, at in outline.lines:
         node = nodes[(level, index)]
         assert node.bytes == size and node.at == at

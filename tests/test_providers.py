@@ -8,7 +8,6 @@ hold the user's prompt.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, UserPromptPart
+from pydantic_ai.models.anthropic import AnthropicModelSettings
 
 from history import ThreadHistory, render_view
 from history.agent.providers import (
@@ -30,11 +30,10 @@ from history.agent.providers import (
 )
 from history.cli import main
 
-from .conftest import exchange
+from .conftest import Opener, exchange
 
 pytestmark = pytest.mark.anyio
 
-Opener = Callable[..., Any]
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
 MODELS = ("openai-chat:gpt-4.1-mini", "openai:gpt-5.6", "anthropic:claude-sonnet-4-5")
 TOOL_TURN = [
@@ -178,13 +177,13 @@ def marked_texts(body: dict[str, Any]) -> list[str]:
     ],
 )  # fmt: skip
 async def test_anthropic_marks_stay_within_four_the_full_blocks_mark_first(
-    open_history: Opener, settings: dict[str, Any]
+    open_history: Opener, settings: AnthropicModelSettings
 ) -> None:
     async with open_history(summarizer="echo", tail=(30, 60), kept=2) as run:
         await run.send(*exchange([f"item {k}" for k in range(12)]))
         model, wire = recording_model("anthropic:claude-sonnet-4-5")
         hook = ThreadHistory(run.history, "t", agent="north", user="Ana", block_lines=16)
-        agent = Agent(model, capabilities=[hook], model_settings=settings)  # type: ignore[arg-type]
+        agent = Agent(model, capabilities=[hook], model_settings=settings)
         await agent.run("Where are we?")
         outline = await run.history.outline("t")
     assert outline is not None and 16 < len(outline.lines) < 32  # a full block, a partial one

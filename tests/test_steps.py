@@ -17,7 +17,7 @@ from history.rebuild import rebuild
 from history.store import open_store
 from history.store import rows as store_rows
 
-from .conftest import START, message
+from .conftest import START, Opener, message
 
 pytestmark = pytest.mark.anyio
 
@@ -36,11 +36,12 @@ def chat(steps: int, *, agent: str = "north", start: int = 0) -> list[Message]:
     return out
 
 
-async def test_a_step_that_leaves_gets_a_line_in_its_agents_tree(open_history: Any) -> None:
+async def test_a_step_that_leaves_gets_a_line_in_its_agents_tree(open_history: Opener) -> None:
     async with open_history(line=96, tail=(100, 300), kept=1, steps=(500, 1000)) as run:
         await run.send(*chat(4), *chat(4, start=6))
         nodes = await run.history.store.summaries("t")
         outline = await run.history.outline("t")
+        assert outline is not None
 
     steps = [n for n in nodes if n.agent]
     assert {n.agent for n in steps} == {"north"}
@@ -70,7 +71,7 @@ async def test_a_step_that_leaves_gets_a_line_in_its_agents_tree(open_history: A
     assert "\n<chat>\nT0\n</chat>\n<input>\n" in tasks[1]
 
 
-async def test_a_merge_of_long_step_lines_asks_with_the_step_task(open_history: Any) -> None:
+async def test_a_merge_of_long_step_lines_asks_with_the_step_task(open_history: Opener) -> None:
     async with open_history(
         summarizer="echo", line=96, tail=(100, 300), kept=1, steps=(500, 1000)
     ) as run:
@@ -98,7 +99,7 @@ async def test_scripted_answers_a_step_merge_with_its_label() -> None:
 
 
 async def test_a_short_step_is_its_own_line_and_pairs_join_without_a_call(
-    open_history: Any,
+    open_history: Opener,
 ) -> None:
     async with open_history(line=512, tail=(20, 40), kept=1) as run:
         await run.send(*[step(n, f"ran {n}") for n in range(6)], message(6, "hi"))
@@ -109,13 +110,14 @@ async def test_a_short_step_is_its_own_line_and_pairs_join_without_a_call(
     assert {(n.level, n.index): n.text for n in steps}[(1, 0)] == "north: ran 0\nnorth: ran 1"
 
 
-async def test_each_agent_has_its_own_tree_and_outline(open_history: Any) -> None:
+async def test_each_agent_has_its_own_tree_and_outline(open_history: Opener) -> None:
     both = [step(0, "north looked", agent="north"), step(1, "south looked", agent="south")]
     both += [step(2, "north again", agent="north"), message(3, "x" * 200), message(4, "y")]
     async with open_history(tail=(20, 40), kept=1) as run:
         await run.send(*both)
         steps = [n for n in await run.history.store.summaries("t") if n.agent]
         outline = await run.history.outline("t")
+        assert outline is not None
     assert [(n.agent, n.index, n.message) for n in steps if n.level == 0] == [
         ("north", 0, "t-0"), ("north", 1, "t-2"), ("south", 0, "t-1"),
     ]  # fmt: skip
@@ -123,26 +125,28 @@ async def test_each_agent_has_its_own_tree_and_outline(open_history: Any) -> Non
     assert outline.steps["south"].boundary == 1 and outline.steps["north"].boundary == 2
 
 
-async def test_a_step_outline_folds_within_its_own_bounds(open_history: Any) -> None:
+async def test_a_step_outline_folds_within_its_own_bounds(open_history: Opener) -> None:
     async with open_history(line=64, tail=(20, 40), kept=1, steps=(60, 120)) as run:
         await run.send(*[step(n, f"tool call number {n}") for n in range(16)], message(16, "hi"))
         outline = await run.history.outline("t")
+        assert outline is not None
     north = outline.steps["north"]
     assert north.bytes <= 120 and any(level > 0 for level, *_ in north.lines)
     assert north.bytes == sum(size + 1 for _, _, size, _ in north.lines)
     assert outline.lines == [] and outline.bytes == 0  # nothing of it in the shared outline
 
 
-async def test_without_step_trees_steps_leave_without_a_line(open_history: Any) -> None:
+async def test_without_step_trees_steps_leave_without_a_line(open_history: Opener) -> None:
     async with open_history(line=96, tail=(100, 300), kept=1, steps=None) as run:
         await run.send(*chat(4), *chat(4, start=6))
         nodes = await run.history.store.summaries("t")
         outline = await run.history.outline("t")
+        assert outline is not None
     assert [n for n in nodes if n.agent] == [] and outline.steps == {}
     assert all(not a.agent for a in run.asks)
 
 
-async def test_a_step_without_an_author_is_refused(open_history: Any) -> None:
+async def test_a_step_without_an_author_is_refused(open_history: Opener) -> None:
     async with open_history() as run:
         with pytest.raises(InputError) as refused:
             await run.history.message_created(step(0, "orphan", agent=""))
@@ -151,7 +155,7 @@ async def test_a_step_without_an_author_is_refused(open_history: Any) -> None:
 
 
 async def test_the_cut_gap_waits_for_the_tail_to_grow_again(
-    open_history: Any, tmp_path: Path
+    open_history: Opener, tmp_path: Path
 ) -> None:
     # Each message weighs 30 tokens or so, and two kept messages outweigh tail[0] = 40: without
     # the gap every message past the maximum cuts; with it, a cut waits for another 40 tokens.
@@ -169,9 +173,11 @@ async def test_the_cut_gap_waits_for_the_tail_to_grow_again(
             for m in said:
                 await run.send(m)
                 outline = await run.history.outline("t")
+                assert outline is not None
                 if outline.cut_at != before:
                     moves, before = moves + 1, outline.cut_at
             cuts[gap] = moves
+            assert outline is not None
             floor = outline.floor
     assert cuts[True] < cuts[False]
     assert floor > 40  # the tokens the last cut's kept messages held
@@ -230,7 +236,7 @@ async def test_step_trees_are_carried_and_rebuilt_identically(
     assert copied is not None and copied.summaries == before.summaries
 
 
-async def test_erasing_a_thread_erases_its_step_trees(open_history: Any) -> None:
+async def test_erasing_a_thread_erases_its_step_trees(open_history: Opener) -> None:
     async with open_history(line=96, tail=(100, 300), kept=1) as run:
         await run.send(*chat(4), *chat(4, start=6))
         assert any(n.agent for n in await run.history.store.summaries("t"))
@@ -250,6 +256,7 @@ async def test_a_version_1_store_opens_and_carries_on(tmp_path: Path) -> None:
             await history.message_created(m)
         await history.wait()
         outline = await history.outline("t")
+        assert outline is not None
         nodes = await history.store.summaries("t")
         first = await history.store.message("t-1")
     assert first is not None and first.step_index == 0  # numbered by the migration
@@ -297,14 +304,14 @@ def _record(m: Message) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: Any) -> None:
+async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: Opener) -> None:
     from pydantic_ai.messages import CompactionPart, ModelRequest
 
     from history import NotFoundError, view, zoom
 
     async with open_history(summarizer="echo", line=96, tail=(100, 300), kept=1) as run:
         await run.send(*chat(4), *chat(4, start=6))
-        seen = {}
+        seen: dict[str | None, list[str | None]] = {}
         for who in ("north", "south", None):
             messages = await view(run.history, "t", agent=who)
             head = messages[0]
@@ -319,7 +326,8 @@ async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: 
 
     # The shared outline, then north's step outline: nobody else's view holds it.
     assert len(seen["north"]) == 2 and seen["north"][0] == seen["south"][0] == seen[None][0]
-    assert seen["north"][1].startswith("s0+")
+    steps = seen["north"][1]
+    assert steps is not None and steps.startswith("s0+")
     assert len(seen["south"]) == len(seen[None]) == 1
     assert whole.message is not None and whole.message.text == f"{TOOL} #0"
     assert [n.label for n in pair.lines] == ["s0+1", "s1+1"]

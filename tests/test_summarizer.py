@@ -14,7 +14,7 @@ from history.contract import Reply, Task
 from history.lines import size
 from history.summarizer import EMPTY_NOTE, INSTRUCTIONS, write
 
-from .conftest import exchange, message
+from .conftest import Opener, exchange, message
 
 pytestmark = pytest.mark.anyio
 
@@ -84,7 +84,7 @@ async def test_the_shortest_non_empty_answer_wins_the_earliest_among_equals() ->
     assert result.line == "b" * 61 + "…"
 
 
-async def test_the_exact_tasks_with_chat_and_merge(open_history: Any) -> None:
+async def test_the_exact_tasks_with_chat_and_merge(open_history: Opener) -> None:
     long = [f"{k} " + "word " * 20 for k in range(6)]  # each over 64 bytes
     async with open_history(line=64, tail=(1, 2), kept=1) as run:
         await run.send(*[message(k, text) for k, text in enumerate(long)])
@@ -102,7 +102,7 @@ async def test_the_exact_tasks_with_chat_and_merge(open_history: Any) -> None:
     assert [a.level for a in run.asks] == [0, 0, 0, 0, 0]
 
 
-async def test_a_merge_over_the_limit_asks_with_its_labels(open_history: Any) -> None:
+async def test_a_merge_over_the_limit_asks_with_its_labels(open_history: Opener) -> None:
     text = "word " * 10  # its line is 65 bytes: echo answers it normalised, 64 bytes
     async with open_history(summarizer="echo", line=64, tail=(1, 2), kept=1) as run:
         await run.send(*[message(k, text) for k in range(3)])
@@ -114,7 +114,7 @@ async def test_a_merge_over_the_limit_asks_with_its_labels(open_history: Any) ->
     assert [a.level for a in run.asks] == [0, 0, 1]
 
 
-async def test_a_huge_message_is_sent_bounded(open_history: Any) -> None:
+async def test_a_huge_message_is_sent_bounded(open_history: Opener) -> None:
     huge = "é" * 5_000_000  # 10 MB
     # Without the cut gap: with it, the huge message's own weight sets the floor, and it stays.
     async with open_history(summarizer="echo", tail=(10, 20), kept=1, cut_gap=False) as run:
@@ -130,7 +130,7 @@ async def test_a_huge_message_is_sent_bounded(open_history: Any) -> None:
 
 
 async def test_a_pydantic_ai_model_gets_the_instructions_and_the_conversation(
-    open_history: Any,
+    open_history: Opener,
 ) -> None:
     seen: list[list[ModelMessage]] = []
     instructions: list[str | None] = []

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import timedelta
-from typing import Any
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 import anyio
 import pytest
@@ -23,15 +22,23 @@ from pydantic_ai.messages import (
 from history import Reply, Task, prompt_text, render_view, view
 from history.agent.steps import Call, Calls, Return, Returns, encode
 
-from .conftest import START, exchange, message
+from .conftest import START, Opener, exchange, message
 
 pytestmark = pytest.mark.anyio
 
-Opener = Callable[..., Any]
 
-
-def at(n: int) -> Any:
+def at(n: int) -> datetime:
     return START + timedelta(minutes=n)
+
+
+def said(messages: Sequence[ModelMessage]) -> list[object]:
+    """What each part of the messages says: the tail's prompts and answers, in order."""
+    out: list[object] = []
+    for m in messages:
+        for p in m.parts:
+            assert isinstance(p, UserPromptPart | TextPart), p
+            out.append(p.content)
+    return out
 
 
 def compaction(messages: Sequence[ModelMessage]) -> list[str]:
@@ -79,7 +86,7 @@ async def test_the_outline_comes_in_blocks_of_lines_then_a_cache_mark(open_histo
     # A mark after the last full block, which stays the same while cuts append lines, and one
     # after the whole outline; then the tail, whole.
     assert kinds(sent[0]) == [*["compaction"] * 4, "mark", "compaction", "mark"]
-    assert [p.content for m in sent[1:] for p in m.parts] == ["ok", "Ana → north: item 8", "ok"]
+    assert said(sent[1:]) == ["ok", "Ana → north: item 8", "ok"]
 
 
 async def test_without_cache_marks_the_outline_is_only_its_blocks(open_history: Opener) -> None:
@@ -113,8 +120,7 @@ async def test_the_tail_comes_from_the_log_when_processing_lags(open_history: Op
         sent = await view(run.history, "t", agent="north")
         gate.open.set()
     assert outline is not None and outline.position < 11  # stuck on the summarizer
-    said = [p.content for m in sent for p in m.parts]
-    assert said == [x for t in texts for x in (f"Ana → north: {t}", "ok")]
+    assert said(sent) == [x for t in texts for x in (f"Ana → north: {t}", "ok")]
 
 
 async def test_a_message_too_large_is_sent_as_its_head_with_a_note(open_history: Opener) -> None:
@@ -143,7 +149,7 @@ async def test_the_window_by_age_keeps_only_newer_lines_and_messages(
         "12+1|Ana → north: item 6"
     ]
     assert compaction(newest) == []
-    assert [p.content for m in newest for p in m.parts] == ["Ana → north: item 7", "ok"]
+    assert said(newest) == ["Ana → north: item 7", "ok"]
 
 
 async def test_each_author_is_sent_as_what_they_are(open_history: Opener) -> None:

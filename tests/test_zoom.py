@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import anyio
 import pytest
 
 from history import ConfigurationError, File, NotFoundError, prompt_text, search, view, zoom
 
-from .conftest import exchange, message
+from .conftest import Opener, Settings, exchange, message
 from .stores import run_sql
 
 pytestmark = pytest.mark.anyio
 
-Opener = Callable[..., Any]
 FILLER = [
     "Let us talk about the venue {k}.",
     "The trailer cut {k} is ready for review by the team.",
@@ -26,8 +22,8 @@ FILLER = [
 async def test_a_price_settled_early_stays_in_reach(open_history: Opener, database: str) -> None:
     texts = ["We need a plan for the launch.", "We settled the price: 4,200 EUR per seat, final."]
     texts += [FILLER[k % 3].format(k=k) for k in range(150)]
-    settings = {"tail": (200, 400), "outline": (1000, 2000)}
-    async with open_history(summarizer="echo", store=database, **settings) as run:
+    settings: Settings = {"summarizer": "echo", "tail": (200, 400), "outline": (1000, 2000)}
+    async with open_history(store=database, **settings) as run:
         await run.send(*exchange(texts))
         outline = await run.history.outline("t")
         sent = await view(run.history, "t", agent="north")
@@ -131,7 +127,7 @@ async def test_search_ranks_by_relevance_then_recency(open_history: Opener, data
 
 
 async def test_search_finds_lines_once_per_label(open_history: Opener, database: str) -> None:
-    settings = {"summarizer": "scripted", "tail": (30, 60), "line": 64, "kept": 2}
+    settings: Settings = {"summarizer": "scripted", "tail": (30, 60), "line": 64, "kept": 2}
     async with open_history(store=database, **settings) as run:
         long = "the budget for the stage lights, " * 3
         await run.send(*exchange([long, "anything else", "more", "and more", "the end"]))
