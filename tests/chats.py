@@ -14,7 +14,7 @@ from history.store import Store
 from history.store.records import ThreadRecords
 from history.trace import outline_json, summary_json
 
-from .conftest import message
+from .conftest import Options, message
 
 WORDS = (
     "Ana", "north", "Bo", "price", "42", "launch", "December", "trailer", "budget", "€1,200",
@@ -22,7 +22,7 @@ WORDS = (
     "invoice", "#A-19", "contract", "'quoted'", "🚀", '"double"', "tab\there",
 )  # fmt: skip
 
-SMALL = {"line": 96, "tail": (80, 240), "outline": (300, 700), "kept": 2}
+SMALL: Options = {"line": 96, "tail": (80, 240), "outline": (300, 700), "kept": 2}
 """Budgets small enough that trees are deep and outlines fold on a few hundred messages."""
 
 

@@ -78,10 +78,9 @@ class Run:
         await self.history.wait()
 
 
-class Settings(TypedDict, total=False):
-    """HistorySettings' fields as keyword arguments, each optional (`summarizer` too)."""
+class Options(TypedDict, total=False):
+    """HistorySettings' fields but the summarizer, as keyword arguments, each optional."""
 
-    summarizer: str
     line: int
     tail: tuple[int, int]
     outline: tuple[int, int]
@@ -92,6 +91,12 @@ class Settings(TypedDict, total=False):
     encoding: str
     model_settings: ModelSettings | None
     search_language: str
+
+
+class Settings(Options, total=False):
+    """HistorySettings' fields as keyword arguments, each optional (the summarizer too)."""
+
+    summarizer: str
 
 
 class PluginOptions(TypedDict, total=False):

@@ -24,7 +24,7 @@ from history.agent.capability import INSTRUCTIONS
 from history.agent.steps import Call, Calls, Feedback, Return, Returns, Step, decode, encode
 from history.lines import size
 
-from .conftest import Opener, exchange, message
+from .conftest import Opener, Run, exchange, message
 
 pytestmark = pytest.mark.anyio
 
@@ -99,7 +99,7 @@ async def test_the_model_sees_exactly_the_view_and_the_run_is_recorded(
     ]
 
 
-async def run_once(run: Any, script: Script, **options: Any) -> list[list[ModelMessage]]:
+async def run_once(run: Run, script: Script, **options: Any) -> list[list[ModelMessage]]:
     seen: list[list[ModelMessage]] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

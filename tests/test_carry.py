@@ -22,7 +22,7 @@ from .chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch
 from .conftest import message
 
 pytestmark = pytest.mark.anyio
-FICKLE = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]
+FICKLE = HistorySettings(summarizer="fickle", **SMALL)
 
 
 @asynccontextmanager

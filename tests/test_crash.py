@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from history import History
+from history import Ask, History
 from history.trace import snapshot
 
 from .crashing import SETTINGS, conversation
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 async def reference(path: Path) -> dict[str, Any]:
-    asks: list[Any] = []
+    asks: list[Ask] = []
     async with History(SETTINGS, store=path, on_ask=asks.append) as history:
         for m in conversation():
             await history.message_created(m)

@@ -313,8 +313,10 @@ def first(records: list[dict[str, Any]], kind: str, **match: Any) -> dict[str, A
     return next(r for r in records if r["kind"] == kind and match.items() <= r.items())
 
 
-def changed(records: list[dict[str, Any]], change: Callable[[list[dict[str, Any]]], object]):  # type: ignore[no-untyped-def]
-    copy = json.loads(json.dumps(records))
+def changed(
+    records: list[dict[str, Any]], change: Callable[[list[dict[str, Any]]], object]
+) -> list[dict[str, Any]]:
+    copy: list[dict[str, Any]] = json.loads(json.dumps(records))
     change(copy)
     return copy
 

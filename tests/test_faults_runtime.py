@@ -27,6 +27,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from history import (
+    Ask,
     Echo,
     History,
     HistorySettings,
@@ -48,13 +49,13 @@ from history.store.records import ThreadRecords
 from history.worker import serve
 
 from .chats import trace
-from .conftest import message
+from .conftest import Options, message
 from .stores import postgres_server, postgres_sql
 from .workers import ready, worker
 
 pytestmark = pytest.mark.anyio
 
-SMALL = {"line": 96, "tail": (1, 2), "kept": 1}
+SMALL: Options = {"line": 96, "tail": (1, 2), "kept": 1}
 """Every message but the newest leaves the tail, and each of `chat`'s is longer than a line:
 each one is asked for a line, and every merge too."""
 
@@ -121,7 +122,7 @@ async def test_a_bad_answer_is_a_failed_try_and_the_line_falls_back(
     tmp_path: Path, bad: str
 ) -> None:
     path = tmp_path / "h.sqlite"
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     # Stored first, processed on opening: the reopen of a store with work left.
     async with History(settings, store=path, process=False) as storing:
         for m in chat(3):
@@ -142,10 +143,10 @@ async def test_a_bad_answer_is_a_failed_try_and_the_line_falls_back(
 async def test_an_on_ask_listener_that_raises_is_logged_and_counted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def listener(ask: Any) -> None:
+    def listener(ask: Ask) -> None:
         raise ValueError(f"the app's bug, holding {ask.line!r}")
 
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     history = History(settings, store=tmp_path / "h.sqlite", on_ask=listener, pause=0.0)
     with anyio.fail_after(30):
         async with history:
@@ -168,7 +169,7 @@ async def test_an_always_failing_model_costs_each_line_the_same_bounded_time(
     tmp_path: Path,
 ) -> None:
     dead = Failing(RuntimeError("401"), name="scripted")
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     # Pauses of 2, 4, 8 and 16 ms per line; the default max_pause (60 s) must never be reached.
     history = History(settings, store=tmp_path / "h.sqlite", model=dead, pause=0.002)
     started = anyio.current_time()
@@ -200,10 +201,10 @@ class DeadFor:
 
 
 async def test_a_thread_waiting_out_its_pause_holds_no_other(tmp_path: Path) -> None:
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     last = anyio.Event()  # the line of b's message 4, committed with its message 5
 
-    def listener(ask: Any) -> None:
+    def listener(ask: Ask) -> None:
         if (ask.thread, ask.level, ask.index) == ("b", 0, 4):
             last.set()
 
@@ -236,7 +237,7 @@ def test_a_message_with_nul_is_refused_naming_the_field(field: str) -> None:
 
 async def test_a_nul_answer_never_blocks_a_store_and_wait_returns(database: str) -> None:
     model = Answering(Reply(text="line\x00"))
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     history = History(settings, store=database, model=model, pause=0.0)
     with anyio.fail_after(30):
         async with history:
@@ -307,7 +308,7 @@ class Held:
 async def test_a_dropped_database_is_a_store_error_and_the_threads_stop_retrying() -> None:
     async with fresh_database() as url:
         model = Held()
-        settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
+        settings = HistorySettings(summarizer="echo", **SMALL)
         history = History(settings, store=url, model=model, pause=0.01, max_pause=0.05)
         with anyio.fail_after(60):
             async with history:
@@ -329,7 +330,7 @@ async def test_a_dropped_database_is_a_store_error_and_the_threads_stop_retrying
 async def test_a_database_dropped_under_concurrent_writers_raises_only_store_errors() -> None:
     raised: list[BaseException] = []
     async with fresh_database() as url:
-        settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
+        settings = HistorySettings(summarizer="echo", **SMALL)
         history = History(settings, store=url, pause=0.01, max_pause=0.05)
         with anyio.fail_after(60):
             async with history:
@@ -358,7 +359,7 @@ async def test_a_database_dropped_under_concurrent_writers_raises_only_store_err
 
 async def test_a_worker_exits_with_a_clear_error_when_its_database_is_dropped() -> None:
     async with fresh_database() as url:
-        settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
+        settings = HistorySettings(summarizer="echo", **SMALL)
         async with History(settings, store=url, process=False) as web:
             for m in chat(3):
                 await web.message_created(m)
@@ -405,7 +406,7 @@ async def test_the_plugin_recovers_when_its_connections_were_cut() -> None:
     app = f"faults_{uuid.uuid4().hex[:12]}"
     async with fresh_database() as base:
         url = f"{base}?application_name={app}"
-        settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
+        settings = HistorySettings(summarizer="echo", **SMALL)
         history = History(settings, store=url, pause=0.01, max_pause=0.05)
         with anyio.fail_after(60):
             async with history:
@@ -451,7 +452,7 @@ class CancelledFirst:
 async def test_a_summarizer_raising_cancelled_does_not_end_the_apps_block(
     tmp_path: Path,
 ) -> None:
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     history = History(settings, store=tmp_path / "h.sqlite", model=CancelledFirst(), pause=0.0)
     handed = 0
     with anyio.fail_after(60):
@@ -468,7 +469,7 @@ async def test_a_summarizer_raising_cancelled_does_not_end_the_apps_block(
 
 
 async def test_a_real_cancellation_still_cancels(tmp_path: Path) -> None:
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     model = Held()
     with anyio.move_on_after(0.5) as scope:
         async with History(settings, store=tmp_path / "h.sqlite", model=model) as history:
@@ -495,7 +496,7 @@ async def test_a_401_body_echoing_the_api_key_is_never_logged(
     caplog.set_level(logging.DEBUG)
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(echoing_401))
     model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(api_key=KEY, http_client=client))
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     history = History(settings, store=tmp_path / "h.sqlite", model=model, pause=0.0)
     with anyio.fail_after(60):
         async with history:
@@ -531,7 +532,7 @@ async def test_a_native_form_that_cannot_be_read_is_logged_without_its_text(
 async def test_a_rebuild_with_model_calls_asks_the_fallbacks_again(
     tmp_path: Path, database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="echo", **SMALL)
     down = database
     dead = Failing(RuntimeError(), name="echo")
     async with History(settings, store=down, model=dead, pause=0.0) as history:
@@ -543,7 +544,7 @@ async def test_a_rebuild_with_model_calls_asks_the_fallbacks_again(
 
     # What the model, had it answered from the start, was asked.
     working = tmp_path / "working.sqlite"
-    asks: list[Any] = []
+    asks: list[Ask] = []
     async with History(settings, store=working, on_ask=asks.append) as history:
         for m in chat(6):
             await history.message_created(m)
@@ -571,7 +572,7 @@ async def test_a_rebuild_with_model_calls_asks_the_fallbacks_again(
 async def test_a_replay_with_calls_allowed_asks_a_fallback_again(
     tmp_path: Path, database: str
 ) -> None:
-    settings = HistorySettings(summarizer="scripted", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="scripted", **SMALL)
     down = tmp_path / "down.sqlite"
     dead = Failing(RuntimeError(), name="scripted")
     async with History(settings, store=down, model=dead, pause=0.0) as history:

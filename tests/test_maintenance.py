@@ -21,7 +21,7 @@ BUDGETS = ["--line", "96", "--tail", "80,240", "--outline", "300,700", "--kept",
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store of two threads written by `echo` with small budgets."""
     path = tmp_path_factory.mktemp("written") / "chat-outline.sqlite"
-    settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="echo", **SMALL)
     chat = long_chat(150) + long_chat(60, thread="u", seed=4)
     anyio.run(lambda: ingest(chat, settings, store=str(path)))
     return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -139,7 +140,7 @@ async def test_concurrent_deliveries_get_contiguous_seqs_in_arrival_order(
     assert [index for _, index in shared] == list(range(len(shared)))
 
 
-async def test_the_plugin_refuses_use_outside_its_block(tmp_path: Any) -> None:
+async def test_the_plugin_refuses_use_outside_its_block(tmp_path: Path) -> None:
     history = History(HistorySettings(summarizer="echo"), store=tmp_path / "h.sqlite")
     with pytest.raises(ClosedError, match="async with"):
         await history.message_created(message(0, "hi"))
@@ -152,7 +153,7 @@ async def test_the_plugin_refuses_use_outside_its_block(tmp_path: Any) -> None:
             pass
 
 
-async def test_a_database_that_is_not_ours_is_refused(tmp_path: Any) -> None:
+async def test_a_database_that_is_not_ours_is_refused(tmp_path: Path) -> None:
     import sqlite3
 
     path = tmp_path / "other.sqlite"
@@ -173,7 +174,7 @@ async def test_the_plugin_refuses_what_is_not_a_message_or_a_thread(open_history
             await run.history.thread_deleted("")
 
 
-async def test_an_error_in_the_block_comes_out_as_it_was_raised(tmp_path: Any) -> None:
+async def test_an_error_in_the_block_comes_out_as_it_was_raised(tmp_path: Path) -> None:
     with pytest.raises(ConflictError):
         async with History(HistorySettings(summarizer="echo"), store=tmp_path / "h.sqlite") as h:
             await h.message_created(message(0, "hi"))

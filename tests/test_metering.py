@@ -19,7 +19,7 @@ from .chats import SMALL, Fickle, ingest, long_chat
 from .conftest import exchange
 
 pytestmark = pytest.mark.anyio
-FICKLE = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]
+FICKLE = HistorySettings(summarizer="fickle", **SMALL)
 
 
 def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

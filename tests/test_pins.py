@@ -19,7 +19,7 @@ from history import (
     Task,
     UnpinnedError,
 )
-from history.contract import Ask
+from history.contract import Ask, Outcome
 from history.pins import model_key, pinned
 from history.store import Store
 from history.store.records import ThreadRecords
@@ -30,18 +30,18 @@ from .chats import SMALL, Fickle, ingest, long_chat, trace
 from .conftest import message
 
 pytestmark = pytest.mark.anyio
-FICKLE = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]
+FICKLE = HistorySettings(summarizer="fickle", **SMALL)
 
 
 def task(thread: str = "t", index: int = 3) -> Task:
     return Task(thread=thread, level=0, index=index, prompt=f"compress {index}", input="a b c")
 
 
-def ask(prompts: Sequence[str], answers: Sequence[str], outcome: str = "cut") -> Ask:
+def ask(prompts: Sequence[str], answers: Sequence[str], outcome: Outcome = "cut") -> Ask:
     return Ask(
         thread="t", level=0, index=3, prompts=tuple(prompts), answers=tuple(answers),
         line=answers[-1] if answers else "", input_tokens=50, output_tokens=9,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
     )  # fmt: skip
 
 

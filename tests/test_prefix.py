@@ -4,7 +4,6 @@ and a tool call is never sent without its result, wherever the cut falls."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 from pydantic_ai.messages import (
@@ -17,7 +16,7 @@ from pydantic_ai.messages import (
     repair_messages,
 )
 
-from history import Message, prompt_text, view
+from history import Message, Outline, prompt_text, view
 from history.agent.steps import Call, Calls, Return, Returns, encode
 
 from .conftest import Opener, Settings, message
@@ -65,7 +64,7 @@ async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(open_history
         "kept": 2,
     }
     async with open_history(**settings) as run:
-        before: tuple[str, Any, list[str]] | None = None
+        before: tuple[str, Outline, list[str]] | None = None
         breaks: list[int] = []
         changes: list[int] = []
         cuts = folds = n = 0

@@ -9,8 +9,7 @@ import anyio
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from history import History, HistorySettings, Message
-from history.contract import Outline
+from history import Ask, History, HistorySettings, Message, Outline, Stored, Summary
 from history.trace import snapshot
 
 from .conftest import START
@@ -53,7 +52,10 @@ budgets = st.fixed_dictionaries(
 
 
 def check(
-    outline: Outline, trees: dict[tuple[str, int, int], Any], processed: list[Any], s: Any
+    outline: Outline,
+    trees: dict[tuple[str, int, int], Summary],
+    processed: list[Stored],
+    s: HistorySettings,
 ) -> None:
     nodes = {(level, index): n for (agent, level, index), n in trees.items() if not agent}
     # Every shared message that left is covered by exactly one line, in order.
@@ -97,7 +99,7 @@ def check(
 
 
 async def play(messages: list[Message], s: HistorySettings, *, checks: bool) -> dict[str, Any]:
-    asks: list[Any] = []
+    asks: list[Ask] = []
     async with History(s, store=":memory:", on_ask=asks.append) as history:
         before: dict[str, Outline] = {}
         for m in messages:

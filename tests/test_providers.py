@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelRequest, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models.anthropic import AnthropicModelSettings
 
 from history import ThreadHistory, render_view
@@ -30,7 +30,7 @@ from history.agent.providers import (
 )
 from history.cli import main
 
-from .conftest import Opener, exchange
+from .conftest import Opener, Run, exchange
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +91,9 @@ def well_formed(events: list[tuple[str, str]]) -> bool:
     return not open_ids
 
 
-async def two_turns(run: Any, model_name: str, replies: list[Reply]) -> tuple[Wire, list[Any]]:
+async def two_turns(
+    run: Run, model_name: str, replies: list[Reply]
+) -> tuple[Wire, list[ModelMessage]]:
     await run.send(*exchange(["Plan the launch", *[f"item {k}" for k in range(13)]]))
     model, wire = recording_model(model_name, replies)
     agent = Agent(model, capabilities=[ThreadHistory(run.history, "t", agent="north", user="Ana")])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Unpack
 
 import anyio
 import pytest
@@ -14,6 +15,7 @@ from history.rebuild import rebuild
 from history.store import Store, open_store
 
 from .chats import SMALL, Fickle, ingest, long_chat, trace
+from .conftest import Options
 from .stores import run_sql
 
 pytestmark = pytest.mark.anyio
@@ -29,8 +31,9 @@ async def opened(path: Path | str) -> AsyncIterator[Store]:
         await store.close()
 
 
-def settings(summarizer: str, **changes: object) -> HistorySettings:
-    return HistorySettings(summarizer=summarizer, **{**SMALL, **changes})  # type: ignore[arg-type]
+def settings(summarizer: str, **changes: Unpack[Options]) -> HistorySettings:
+    options: Options = {**SMALL, **changes}
+    return HistorySettings(summarizer=summarizer, **options)
 
 
 @pytest.mark.parametrize("summarizer", ["echo", "scripted", "fickle"])

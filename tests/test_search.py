@@ -148,7 +148,7 @@ async def test_sqlite_and_postgresql_give_the_same_hits_in_the_same_order(
     both: list[str],
 ) -> None:
     chat = long_chat(240) + long_chat(60, thread="u", seed=3)
-    settings = HistorySettings(summarizer="echo", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="echo", **SMALL)
     found = []
     for url in both:
         await ingest(chat, settings, store=url)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,12 +15,16 @@ GOOD = {"id": "1", "thread": "t", "author": "Ana", "to": "north", "text": "hi",
         "at": "2026-11-01T10:00:00+01:00"}  # fmt: skip
 
 
-def run(tmp_path: Path, lines: list[bytes], capsys: pytest.CaptureFixture[str], *args: str):  # type: ignore[no-untyped-def]
+def run(
+    tmp_path: Path, lines: list[bytes], capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[dict[str, Any], str]:
+    """The trace `simulate --json` prints for `lines`, and what it said on stderr."""
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     assert main(["simulate", str(path), "--json", *args]) == 0
     out, err = capsys.readouterr()
-    return json.loads(out), err
+    trace: dict[str, Any] = json.loads(out)
+    return trace, err
 
 
 def test_bad_lines_are_reported_with_their_number_and_leave_nothing(

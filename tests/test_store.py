@@ -347,7 +347,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite store with two threads, lines and calls by a model whose answers change."""
     path = tmp_path_factory.mktemp("written") / "source.sqlite"
     chat = long_chat(160) + long_chat(60, thread="u", seed=5)
-    settings = HistorySettings(summarizer="fickle", **SMALL)  # type: ignore[arg-type]
+    settings = HistorySettings(summarizer="fickle", **SMALL)
     anyio.run(lambda: ingest(chat, settings, store=str(path), model=Fickle(1)))
     return path
 

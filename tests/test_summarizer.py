@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from history import ConfigurationError, History, HistorySettings
@@ -21,22 +20,23 @@ pytestmark = pytest.mark.anyio
 RULER_64 = "at most 64 bytes (about 8 words), no longer than this ruler:\n" + "-" * 64
 
 
-def scripted_answers(*answers: str) -> Any:
-    asked: list[tuple[str, ...]] = []
+class ScriptedAnswers:
+    """An ask function that answers the nth try with the nth answer, recording the prompts."""
 
-    async def ask(task: Task, prompts: Sequence[str], previous: Sequence[str]) -> Reply:
-        asked.append(tuple(prompts))
-        return Reply(text=answers[len(previous)])
+    def __init__(self, *answers: str) -> None:
+        self.answers = answers
+        self.asked: list[tuple[str, ...]] = []
 
-    ask.asked = asked  # type: ignore[attr-defined]
-    return ask
+    async def __call__(self, task: Task, prompts: Sequence[str], previous: Sequence[str]) -> Reply:
+        self.asked.append(tuple(prompts))
+        return Reply(text=self.answers[len(previous)])
 
 
 TASK = Task(thread="t", level=0, index=3, prompt="Compaction: ...", input="a\nb")
 
 
 async def test_a_fitting_answer_is_normalised_and_used() -> None:
-    ask = scripted_answers("  Ana   asked\n for a trailer ")
+    ask = ScriptedAnswers("  Ana   asked\n for a trailer ")
     result = await write(TASK, ask, limit=64, tries=3)
     assert result.line == "Ana asked for a trailer"
     assert result.prompts == ("Compaction: ...",) and result.outcome == "fit"
@@ -46,7 +46,7 @@ async def test_too_long_is_asked_again_in_the_same_conversation_then_cut() -> No
     # 62 ASCII bytes then "é" (2 bytes) then "€" (3 bytes): the limit falls inside the euro sign.
     long = "x" * 62 + "é€ and more"
     longer = long + " still more"
-    ask = scripted_answers(longer, long, longer)
+    ask = ScriptedAnswers(longer, long, longer)
     result = await write(TASK, ask, limit=64, tries=3)
     note = (
         "Too long: your line is {} bytes and the limit is 64. Write the whole line again, "
@@ -65,20 +65,20 @@ async def test_too_long_is_asked_again_in_the_same_conversation_then_cut() -> No
 
 
 async def test_the_cut_never_splits_a_character() -> None:
-    ask = scripted_answers("é" * 40, "é" * 40, "é" * 40)
+    ask = ScriptedAnswers("é" * 40, "é" * 40, "é" * 40)
     result = await write(TASK, ask, limit=64, tries=3)
     assert result.line == "é" * 30 + "…"  # 60 bytes + 3: 61 would split an é
 
 
 async def test_an_empty_answer_is_asked_again_and_all_empty_cuts_the_input() -> None:
-    ask = scripted_answers("", " \n ", "")
+    ask = ScriptedAnswers("", " \n ", "")
     result = await write(TASK, ask, limit=64, tries=3)
     assert result.prompts == ("Compaction: ...", EMPTY_NOTE, EMPTY_NOTE)
     assert result.line == "a b…"
 
 
 async def test_the_shortest_non_empty_answer_wins_the_earliest_among_equals() -> None:
-    ask = scripted_answers("b" * 70, "", "a" * 70)
+    ask = ScriptedAnswers("b" * 70, "", "a" * 70)
     result = await write(TASK, ask, limit=64, tries=3)
     assert result.prompts[2] == EMPTY_NOTE
     assert result.line == "b" * 61 + "…"
@@ -148,7 +148,8 @@ async def test_a_pydantic_ai_model_gets_the_instructions_and_the_conversation(
     assert ask.line == "Ana: short" and ask.answers == ("x" * 600, "Ana: short")
     second = seen[1]
     assert [type(m).__name__ for m in second] == ["ModelRequest", "ModelResponse", "ModelRequest"]
-    assert second[-1].parts[-1].content == ask.prompts[1]  # type: ignore[union-attr]
+    again = second[-1].parts[-1]
+    assert isinstance(again, UserPromptPart) and again.content == ask.prompts[1]
 
 
 def test_startup_refuses_a_summarizer_that_cannot_work(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,14 +14,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from history import Echo, History, HistorySettings, Message, Reply, Task
+from history import Ask, Echo, History, HistorySettings, Message, Reply, Task
 from history.store import open_store
 from history.trace import snapshot
 
@@ -98,7 +98,7 @@ def stop(process: subprocess.Popen[str], log: Path) -> dict[str, int]:
     return counters
 
 
-def wait_until(check: Any, *, timeout: float = 60.0, every: float = 0.1) -> None:
+def wait_until(check: Callable[[], object], *, timeout: float = 60.0, every: float = 0.1) -> None:
     """Poll `check()` (sync) until it is true; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not check():
@@ -152,7 +152,7 @@ async def _single_run(url: str) -> dict[str, Any]:
         threads = {t: await source.messages(t, 0, 1 << 60) for t in await source.threads()}
     finally:
         await source.close()
-    asks: list[Any] = []
+    asks: list[Ask] = []
     async with History(SETTINGS, store=":memory:", on_ask=asks.append) as history:
         for stored in threads.values():
             for s in stored:
