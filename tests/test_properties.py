@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from history import Ask, History, HistorySettings, Message, Outline, Stored, Summary
 from history.trace import snapshot
 
-from .conftest import START
+from .conftest import START, Settings
 
 WORDS = ["ok", "price", "49 €", "launch", "naïve", "日本語", "trailer", "id-7f3a", "\n", "😀"]
 
@@ -38,16 +39,15 @@ def conversations(draw: st.DrawFn) -> list[Message]:
     return out
 
 
-budgets = st.fixed_dictionaries(
-    {
-        "summarizer": st.sampled_from(["echo", "scripted"]),
-        "line": st.sampled_from([64, 100]),
-        "tail": st.sampled_from([(10, 30), (30, 80)]),
-        "outline": st.sampled_from([(30, 60), (100, 200)]),
-        "kept": st.integers(1, 3),
-        "cut_gap": st.booleans(),
-        "steps": st.sampled_from([None, (30, 60), (100, 200)]),
-    }
+budgets = st.builds(
+    Settings,
+    summarizer=st.sampled_from(["echo", "scripted"]),
+    line=st.sampled_from([64, 100]),
+    tail=st.sampled_from([(10, 30), (30, 80)]),
+    outline=st.sampled_from([(30, 60), (100, 200)]),
+    kept=st.integers(1, 3),
+    cut_gap=st.booleans(),
+    steps=st.sampled_from([None, (30, 60), (100, 200)]),
 )
 
 
@@ -130,14 +130,14 @@ async def play(messages: list[Message], s: HistorySettings, *, checks: bool) -> 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations(), budgets)
-def test_invariants_hold_after_every_message(messages: list[Message], s: dict[str, Any]) -> None:
+def test_invariants_hold_after_every_message(messages: list[Message], s: Settings) -> None:
     anyio.run(lambda: play(messages, HistorySettings(**s), checks=True), backend="asyncio")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations(), budgets, st.randoms(use_true_random=False))
 def test_the_result_does_not_depend_on_how_threads_interleave(
-    messages: list[Message], s: dict[str, Any], rng: Any
+    messages: list[Message], s: Settings, rng: random.Random
 ) -> None:
     # Shuffle the threads against each other, keeping each thread's own order.
     queues = {t: [m for m in messages if m.thread == t] for t in {m.thread for m in messages}}
