@@ -14,9 +14,12 @@ import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
+
+if TYPE_CHECKING:
+    from asyncpg import Record
 
 POSTGRES_VARIABLE = "HISTORY_TEST_POSTGRES"
 KINDS = ("sqlite", "postgresql")
@@ -36,14 +39,14 @@ def postgres_server() -> str:
     return url
 
 
-def postgres_sql(url: str, *statements: str) -> list[Any]:
+def postgres_sql(url: str, *statements: str) -> list[Record]:
     """Run statements on a fresh connection; the last one's rows."""
     import asyncpg
 
-    async def run() -> list[Any]:
+    async def run() -> list[Record]:
         db = await asyncpg.connect(url, timeout=10)
         try:
-            found: list[Any] = []
+            found: list[Record] = []
             for sql in statements:
                 found = list(await db.fetch(sql))
             return found

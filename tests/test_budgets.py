@@ -35,11 +35,13 @@ def halves(tmp_path: Path) -> tuple[Path, Path]:
     return first, second
 
 
-def built(capsys: pytest.CaptureFixture[str], db: Path) -> tuple[Any, Any]:
+def built(
+    capsys: pytest.CaptureFixture[str], db: Path
+) -> tuple[dict[str, Any], tuple[object, object, object]]:
     """The thread's recorded settings, and its tree and outline as `show --json` gives them."""
     code, out, _ = run(capsys, "show", "t", "--db", db, "--json")
     assert code == 0
-    shown = json.loads(out)
+    shown: dict[str, Any] = json.loads(out)
     return shown["settings"], (shown["nodes"], shown["outline"], shown["tail"])
 
 

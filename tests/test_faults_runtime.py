@@ -15,13 +15,14 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -38,6 +39,7 @@ from history import (
     Scripted,
     StoreError,
     StoreGoneError,
+    Summarizer,
     Task,
     prompt_text,
     view,
@@ -52,6 +54,9 @@ from .chats import trace
 from .conftest import Options, message
 from .stores import postgres_server, postgres_sql
 from .workers import ready, worker
+
+if TYPE_CHECKING:
+    from asyncpg import Record
 
 pytestmark = pytest.mark.anyio
 
@@ -108,7 +113,7 @@ def json_escape_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelRe
 
 # 1. Anything a model returns is untrusted: a bad answer is a failed try, never a crash.
 
-BAD_ANSWERS: dict[str, Callable[[], Any]] = {
+BAD_ANSWERS: dict[str, Callable[[], Model | Summarizer]] = {
     "lone surrogate (JSON escape)": lambda: FunctionModel(json_escape_answer),
     "text None": lambda: Answering(Reply(text=None)),  # type: ignore[arg-type]
     "not a Reply": lambda: Answering("just a string"),
@@ -282,7 +287,7 @@ async def fresh_database() -> AsyncIterator[str]:
         await sql(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-async def sql(url: str, statement: str) -> list[Any]:
+async def sql(url: str, statement: str) -> list[Record]:
     return await anyio.to_thread.run_sync(postgres_sql, url, statement)
 
 
