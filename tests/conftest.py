@@ -136,12 +136,13 @@ def open_history(tmp_path: Path) -> Opener:
     ) -> AsyncIterator[Run]:
         settings.setdefault("summarizer", "scripted")
         asks: list[Ask] = []
+        options: PluginOptions = {"pause": 0.0, **(plugin or {})}
         history = History(
             HistorySettings(**settings),
             store=store or tmp_path / "history.sqlite",
             model=model,
             on_ask=asks.append,
-            **PluginOptions(pause=0.0, **(plugin or {})),
+            **options,
         )
         async with history:
             yield Run(history, asks)
