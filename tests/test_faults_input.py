@@ -83,12 +83,22 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def example(tmp_path: Path) -> Path:
-    """A store holding the example chat, cut into an outline: thread `t`."""
-    path = tmp_path / "h.sqlite"
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example chat ingested by the command, once for the module: thread `t`."""
+    path = tmp_path_factory.mktemp("example") / "h.sqlite"
     result = cli("ingest", EXAMPLE, "--tail", "40,80", "--db", path)
     assert result.returncode == 0, result.stderr
+    return path
+
+
+@pytest.fixture
+def example(ingested: Path, tmp_path: Path) -> Path:
+    """A store holding the example chat, cut into an outline: thread `t`; each test's own copy,
+    which it may change or break (the command closed the store, so the file is all of it)."""
+    assert not ingested.with_name(f"{ingested.name}-wal").exists()
+    path = tmp_path / "h.sqlite"
+    shutil.copyfile(ingested, path)
     return path
 
 
@@ -301,12 +311,19 @@ def test_an_outline_line_whose_node_is_lost_is_left_out_of_the_prompt_with_a_war
 # 4. A load checks everything before it writes anything
 
 
+@pytest.fixture(scope="module")
+def export_lines(ingested: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The example thread's export, once for the module, one record a line."""
+    out = tmp_path_factory.mktemp("export") / "export.jsonl"
+    assert main(["export", "--out", str(out), "--db", str(ingested)]) == 0
+    return out.read_text().splitlines()
+
+
 @pytest.fixture
-def exported(example: Path, tmp_path: Path) -> list[dict[str, Any]]:
-    """The example thread's export, one record a line: messages, nodes, outline, calls."""
-    out = tmp_path / "export.jsonl"
-    assert main(["export", "--out", str(out), "--db", str(example)]) == 0
-    return [json.loads(line) for line in out.read_text().splitlines()]
+def exported(export_lines: list[str]) -> list[dict[str, Any]]:
+    """The example thread's export as records (messages, nodes, outline, calls), each test's
+    own."""
+    return [json.loads(line) for line in export_lines]
 
 
 def first(records: list[dict[str, Any]], kind: str, **match: Any) -> dict[str, Any]:
