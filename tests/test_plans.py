@@ -26,7 +26,7 @@ from history.store.queries import PLANNED, Planned
 
 from .stores import postgres_schema
 
-COLLECTIONS = ("message", "summary", "outline", "call", "search")
+COLLECTIONS = ("message", "summary", "outline", "call", "search", "search_term")
 AT = datetime(2026, 1, 2, tzinfo=UTC)
 
 

@@ -145,8 +145,15 @@ async def test_search_forgets_an_erased_thread(open_history: Opener, database: s
 
 
 UNINDEXED = {
-    "sqlite": ["DROP TABLE search_words", "DROP TABLE search", "DROP TABLE search_language"],
-    "postgresql": ["DROP TABLE search", "DROP TABLE search_language"],
+    "sqlite": ["DROP TABLE search", "DROP TABLE search_term", "DROP TABLE search_language"],
+    "postgresql": [
+        "DROP TABLE search",
+        "DROP TABLE search_term",
+        "DROP TABLE search_language",
+        "DROP FUNCTION search_added()",
+        "DROP FUNCTION search_removed()",
+        "DROP FUNCTION search_terms(TEXT)",
+    ],
 }
 """How to take a database back to before search."""
 
@@ -162,7 +169,8 @@ async def test_an_older_database_is_indexed_when_opened(
         expected = await search(run.history, "t", "venue plan")
     kind = "postgresql" if database.startswith("postgresql://") else "sqlite"
     forget = (
-        "DELETE FROM migration WHERE name IN ('0005_search', '0012_search2', '0013_search_gin')"
+        "DELETE FROM migration "
+        "WHERE name IN ('0005_search', '0012_search2', '0013_search_gin', '0015_search_terms')"
     )
     for statement in [*UNINDEXED[kind], forget]:
         await anyio.to_thread.run_sync(run_sql, database, statement)

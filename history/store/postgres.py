@@ -23,6 +23,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -39,8 +40,6 @@ from .postgres_records import INSERT_SEARCH, apply, foreign, index_lines, thread
 from .records import Loaded, ThreadRecords
 from .rows import (
     CALL_COLUMNS,
-    CANDIDATE_COLUMNS,
-    DETAIL_COLUMNS,
     MESSAGE_COLUMNS,
     PG,
     SUMMARY_COLUMNS,
@@ -55,36 +54,6 @@ _SPACES = (
     "hashtext('chat-history:migrate:' || current_schema()), current_schema()"
 )
 """Advisory lock namespaces, one per schema: stores in other schemas of a database never meet."""
-
-CANDIDATES = f"""
-SELECT {CANDIDATE_COLUMNS}, ARRAY(
-    SELECT (length(words) - length(replace(words, term, ''))) / length(term)
-    FROM unnest($4::text[]) WITH ORDINALITY AS counted (term, n) ORDER BY n
-) FROM search
-WHERE string_to_array(words, ' ') && $1::text[] AND thread = $2 AND agent = ANY($3::text[])
-"""
-"""The thread's rows holding any of the keyed terms ($1), through the GIN index of the terms,
-with how often each comes in them ($4: the terms as `terms.counted` gives them)."""
-
-DETAILS = f"""
-SELECT {DETAIL_COLUMNS} FROM search
-JOIN unnest($2::text[], $3::boolean[], $4::integer[], $5::bigint[]) AS k (agent, line, level, idx)
-    USING (agent, line, level, idx)
-WHERE thread = $1
-"""
-"""What the listed results show, by their keys."""
-
-CORPORA = """
-SELECT line, count(*), sum(length) FROM search WHERE thread = $1 AND agent = ANY($2::text[])
-GROUP BY line
-"""
-
-AROUND = """
-SELECT agent, idx, length, at FROM search
-JOIN unnest($2::text[], $3::bigint[]) AS place (agent, idx) USING (agent, idx)
-WHERE thread = $1 AND NOT line AND level = 0
-"""
-"""The messages indexed at (agent, index) places."""
 
 CLOSE_TIMEOUT = 10.0
 """Seconds closing waits for connections in use before it drops them."""
@@ -440,31 +409,11 @@ class PostgresStore:
     async def search(
         self, thread: str, query: str, limit: int, *, agent: str | None = None
     ) -> list[Hit]:
-        stems = terms.query_terms(query, self.language)
-        if not stems or limit <= 0:
-            return []
-        agents = ["", agent] if agent else [""]
-        tokens = [(a, stem) for a in agents for stem in stems]
-        keyed = [terms.key(thread, a) + stem for a, stem in tokens]
-        counted = [terms.counted(t) for t in keyed]
         async with self._read() as db, db.transaction(isolation="repeatable_read", readonly=True):
-            found = await db.fetch(CANDIDATES, keyed, thread, agents, counted)
-            candidates = [
-                rows.row_from_candidate((*r[:-1], *r[-1]), tokens) for r in map(_values, found)
-            ]
-            sizes = await db.fetch(CORPORA, thread, agents)
-            messages, lines = rows.corpora([_values(r) for r in sizes])
-            around = sorted(ranking.around(candidates))
-            nearby = await db.fetch(AROUND, thread, *_places(around))
-            places = rows.places([_values(r) for r in nearby])
-            ranked = ranking.rank(
-                candidates, stems, messages=messages, lines=lines, places=places, limit=limit
+            reads = _SearchReads(db=db, thread=thread)
+            return await ranking.search(
+                reads, thread, query, limit, language=self.language, agent=agent
             )
-            keys = [r.key for r in ranked]
-            columns = [[key[k] for key in keys] for k in range(4)]
-            read = await db.fetch(DETAILS, thread, *columns) if keys else []
-            details = dict(rows.detail_from_row(_values(r)) for r in read)
-        return ranking.hits(ranked, details)
 
     async def export_thread(self, thread: str) -> ThreadRecords | None:
         async with self._read() as db, db.transaction(isolation="repeatable_read", readonly=True):
@@ -509,8 +458,29 @@ def _redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
-def _places(places: Sequence[tuple[str, int]]) -> tuple[list[str], list[int]]:
-    return [agent for agent, _ in places], [index for _, index in places]
+@dataclass(frozen=True, kw_only=True)
+class _SearchReads:
+    """Search's reads (`ranking.Reads`) of one thread, in one read-only snapshot."""
+
+    db: asyncpg.pool.PoolConnectionProxy
+    thread: str
+
+    async def postings(self, agent: str, terms: Sequence[str]) -> list[Any]:
+        sql = queries.SEARCH_POSTINGS_POSTGRESQL
+        return [_values(r) for r in await self.db.fetch(sql, terms, self.thread, agent)]
+
+    async def places(self, agent: str, indexes: Sequence[int]) -> list[Any]:
+        sql = queries.SEARCH_PLACES_POSTGRESQL
+        return [_values(r) for r in await self.db.fetch(sql, self.thread, agent, indexes)]
+
+    async def corpora(self, agents: Sequence[str]) -> list[Any]:
+        sql = rows.numbered(queries.SEARCH_CORPORA)
+        return [_values(r) for r in await self.db.fetch(sql, self.thread, agents[0], agents[-1])]
+
+    async def details(self, keys: Sequence[ranking.Key]) -> list[Any]:
+        columns = [[key[k] for key in keys] for k in range(4)]
+        sql = queries.SEARCH_DETAILS_POSTGRESQL
+        return [_values(r) for r in await self.db.fetch(sql, self.thread, *columns)]
 
 
 def _values(record: asyncpg.Record) -> tuple[Any, ...]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .rows import (
+    DETAIL_COLUMNS,
     INSERT_MESSAGE,
     MESSAGE_COLUMNS,
     OUTLINE_COLUMNS,
@@ -82,6 +83,61 @@ INSERT_SUMMARY = insert("summary", SUMMARY_COLUMNS)
 NEXT_CALL = "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = ?"
 """The thread's next call number, read from the end of the (thread, n) index."""
 
+SEARCH_POSTINGS = (
+    "SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at "
+    "FROM json_each(?) AS k CROSS JOIN search_term AS t ON t.term = k.value "
+    "CROSS JOIN search AS s INDEXED BY search_place ON s.thread = ? AND s.agent = ? "
+    "AND s.line = t.line AND s.level = t.level AND s.idx = t.idx"
+)
+"""Search: the postings of one agent's keyed terms (a JSON list, then the thread and the agent),
+each a range of the primary key, with the length and `at` of their rows from `search_place`
+(a row of another thread whose key a term shares is not the thread's: left out)."""
+SEARCH_POSTINGS_POSTGRESQL = """
+SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM search_term AS t CROSS JOIN LATERAL (
+    SELECT length, at FROM search
+    WHERE thread = $2 AND agent = $3 AND line = t.line AND level = t.level AND idx = t.idx LIMIT 1
+) AS s
+WHERE t.term = ANY($1::text[])
+"""
+SEARCH_PLACES = (
+    "SELECT s.idx, s.length, s.at FROM json_each(?) AS k "
+    "CROSS JOIN search AS s INDEXED BY search_place ON s.thread = ? AND s.agent = ? "
+    "AND s.line = 0 AND s.level = 0 AND s.idx = k.value"
+)
+"""Search: the length and `at` of one agent's messages by index (a JSON list, then the thread
+and the agent), from the `search_place` index alone: the neighbours that windows weigh."""
+SEARCH_PLACES_POSTGRESQL = """
+SELECT s.idx, s.length, s.at FROM unnest($3::bigint[]) AS k (idx) CROSS JOIN LATERAL (
+    SELECT idx, length, at FROM search
+    WHERE thread = $1 AND agent = $2 AND NOT line AND level = 0 AND idx = k.idx LIMIT 1
+) AS s
+"""
+SEARCH_CORPORA = (
+    "SELECT line, count(*), sum(length) FROM search WHERE thread = ? AND agent IN (?, ?) "
+    "GROUP BY agent, line"
+)
+"""Search: how many rows and terms the thread holds, messages and lines apart, for two agents
+(the shared rows, `''`, and the one searching, `''` again when none), in the index's order."""
+_SEARCH_DETAILS = ", ".join(f"s.{column}" for column in DETAIL_COLUMNS.split(", "))
+SEARCH_DETAILS = (
+    f"SELECT {_SEARCH_DETAILS} FROM json_each(?) AS k CROSS JOIN search AS s "
+    "ON s.thread = ? AND s.agent = json_extract(k.value, '$[0]') "
+    "AND s.line = json_extract(k.value, '$[1]') "
+    "AND s.level = json_extract(k.value, '$[2]') AND s.idx = json_extract(k.value, '$[3]')"
+)
+"""Search: what the listed results show, by their keys (a JSON list of `[agent, line, level,
+idx]`, then the thread)."""
+SEARCH_DETAILS_POSTGRESQL = f"""
+SELECT {_SEARCH_DETAILS}
+FROM unnest($2::text[], $3::boolean[], $4::integer[], $5::bigint[]) AS k (agent, line, level, idx)
+CROSS JOIN LATERAL (
+    SELECT * FROM search
+    WHERE thread = $1 AND agent = k.agent AND line = k.line AND level = k.level AND idx = k.idx
+    LIMIT 1
+) AS s
+"""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Planned:
@@ -123,5 +179,27 @@ PLANNED: dict[str, Planned] = {
         key=("thread",),
     ),
     "next call": Planned(sql=NEXT_CALL, args=("t",), key=("thread",)),
+    "search postings": Planned(
+        sql=SEARCH_POSTINGS,
+        args=('["k1venue", "k1plan"]', "t", ""),
+        key=("term",),
+        postgresql=SEARCH_POSTINGS_POSTGRESQL,
+        postgresql_args=(["k1venue", "k1plan"], "t", ""),
+    ),
+    "search places": Planned(
+        sql=SEARCH_PLACES,
+        args=("[1, 2, 3]", "t", ""),
+        key=("thread", "agent", "line", "level", "idx"),
+        postgresql=SEARCH_PLACES_POSTGRESQL,
+        postgresql_args=("t", "", [1, 2, 3]),
+    ),
+    "search corpora": Planned(sql=SEARCH_CORPORA, args=("t", "", "a"), key=("thread", "agent")),
+    "search details": Planned(
+        sql=SEARCH_DETAILS,
+        args=('[["", false, 0, 1], ["", true, 1, 0]]', "t"),
+        key=("thread", "agent", "line", "level", "idx"),
+        postgresql=SEARCH_DETAILS_POSTGRESQL,
+        postgresql_args=("t", ["", ""], [False, True], [0, 1], [1, 0]),
+    ),
 }
-"""Every statement run per message, per view and per zoom, by name (search's are its own)."""
+"""Every statement run per message, per view, per zoom and per search, by name."""

@@ -1,8 +1,9 @@
-"""How search ranks what a store found: the same arithmetic for every store.
+"""How search finds and ranks: the same reads and the same arithmetic for every store.
 
-A store reads the candidates (its thread's rows holding any of the query's stems), the size of
-the thread's corpus and the lengths of the messages around the candidates; `rank` does the
-rest, so SQLite and PostgreSQL return the same hits in the same order.
+A store answers four reads (`Reads`): the postings of the query's terms (each term keyed by
+the thread and agent, so they are the thread's own), the length and `at` of the rows ranking
+needs, the size of the thread's corpus, and what the listed results show. `search` does the
+rest, so SQLite and PostgreSQL return the same hits in the same order:
 
 - A message scores by BM25 (k1 1.2, b 0.75; a stem's rarity among the thread's messages) of its
   own terms, plus the BM25 of its window (itself with the message before and after it, as one
@@ -18,10 +19,12 @@ rest, so SQLite and PostgreSQL return the same hits in the same order.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
+from .. import terms as words
 from ..contract import Hit
 from ..lines import label
 
@@ -30,29 +33,35 @@ B = 0.75
 WINDOW = 1
 """Messages on each side of a message that its window holds."""
 
-
-@dataclass(frozen=True, kw_only=True)
-class Row:
-    """A candidate as the store read it: where it is, and how often it holds each query stem."""
-
-    agent: str
-    line: bool
-    level: int
-    index: int
-    at: str
-    length: int
-    counts: Mapping[str, int]
-    """The query stems it holds, with how often (the others left out)."""
-
-    @property
-    def key(self) -> Key:
-        return (self.agent, self.line, self.level, self.index)
-
-
 Key = tuple[str, bool, int, int]
 """A row of the index: agent, line or message, level, index."""
 Position = tuple[str, int]
 """A message's place: its agent (`''` for shared) and its index."""
+Counts = Mapping[str, int]
+"""The query stems a row holds, with how often (the others left out)."""
+Place = tuple[int, str]
+"""A row ranking weighs: its length in terms and its `at`."""
+Entry = tuple[float, float, int, int, bool, str, Key, Counts]
+"""A result as it is sorted: minus its score, minus its time, its level, index, whether it is a
+line, its agent; then its key and the stems it holds."""
+T = TypeVar("T")
+
+
+class Reads(Protocol):
+    """What a store reads for a search, in one snapshot of its thread."""
+
+    async def postings(self, agent: str, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
+        """`term, line, level, idx, n, length, at` of the postings of one agent's keyed terms,
+        with the length and `at` of their rows (the thread's rows only)."""
+
+    async def places(self, agent: str, indexes: Sequence[int]) -> Sequence[Sequence[Any]]:
+        """`idx, length, at` of one agent's messages at `indexes`."""
+
+    async def corpora(self, agents: Sequence[str]) -> Sequence[Sequence[Any]]:
+        """`line, count, sum(length)` of the thread's rows of `agents`."""
+
+    async def details(self, keys: Sequence[Key]) -> Sequence[Sequence[Any]]:
+        """`agent, line, level, idx, message, since, text` of the thread's rows at `keys`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,14 +77,6 @@ class Corpus:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Place:
-    """A message around the candidates: its length and when it was written."""
-
-    length: int
-    at: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class Ranked:
     """A result, to be read whole once it is listed."""
 
@@ -88,175 +89,173 @@ class Ranked:
     """The query's words that gave them."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Detail:
-    """What a listed result shows, read once it is listed."""
+async def search(
+    reads: Reads, thread: str, query: str, limit: int, *, language: str, agent: str | None
+) -> list[Hit]:
+    """The thread's hits for `query`, best first: at most `limit` (see the module's docstring);
+    with `agent`, that agent's steps and step lines are searched beside the shared rows."""
+    stems = words.query_terms(query, language)
+    if not stems or limit <= 0:
+        return []
+    agents = ("", agent) if agent else ("",)
+    counts: dict[Key, dict[str, int]] = {}
+    places: dict[Key, Place] = {}
+    for a in agents:
+        keyed = {words.key(thread, a) + stem: stem for stem in stems}
+        for term, line, level, index, n, length, at in await reads.postings(a, list(keyed)):
+            key = (a, bool(line), level, index)
+            counts.setdefault(key, {})[keyed[term]] = n
+            places[key] = (length, at)
+    if not counts:
+        return []
+    for a in agents:
+        indexes = wanted(counts, a) - {k[3] for k in places if k[0] == a and not k[1]}
+        for index, length, at in await reads.places(a, sorted(indexes)) if indexes else []:
+            places[(a, False, 0, index)] = (length, at)
+    messages, lines = corpora(await reads.corpora(agents))
+    ranked = rank(counts, places, stems, messages=messages, lines=lines, limit=limit)
+    read = await reads.details([r.key for r in ranked]) if ranked else []
+    details = {(a, bool(line), level, i): row for a, line, level, i, *row in read}
+    return [_hit(r, *details[r.key]) for r in ranked if r.key in details]
 
-    message: str | None
-    since: str
-    text: str
 
-
-def around(rows: Iterable[Row]) -> set[Position]:
-    """The messages whose lengths the windows of the candidates need (two either side)."""
+def wanted(counts: Mapping[Key, Counts], agent: str) -> set[int]:
+    """The indexes of the agent's messages that the windows of its candidates weigh (two either
+    side of a message)."""
     return {
-        (row.agent, row.index + d)
-        for row in rows
-        if not row.line
+        index + d
+        for a, line, _, index in counts
+        if a == agent and not line
         for d in range(-2 * WINDOW, 2 * WINDOW + 1)
-        if row.index + d >= 0
+        if index + d >= 0
     }
 
 
+def corpora(found: Sequence[Sequence[Any]]) -> tuple[Corpus, Corpus]:
+    """The messages' and the lines' corpus from `line, count, sum(length)` rows."""
+    sizes: dict[bool, Corpus] = {}
+    for line, n, total in found:
+        before = sizes.get(bool(line), Corpus(rows=0, terms=0))
+        sizes[bool(line)] = Corpus(rows=before.rows + n, terms=before.terms + int(total or 0))
+    empty = Corpus(rows=0, terms=0)
+    return sizes.get(False, empty), sizes.get(True, empty)
+
+
 def rank(
-    rows: Sequence[Row],
+    counts: Mapping[Key, Counts],
+    places: Mapping[Key, Place],
     stems: Mapping[str, tuple[str, ...]],
     *,
     messages: Corpus,
     lines: Corpus,
-    places: Mapping[Position, Place],
     limit: int,
 ) -> list[Ranked]:
     """The results, best first: at most `limit` (see the module's docstring)."""
-    found = [row for row in rows if row.counts]
-    said = [row for row in found if not row.line]
-    lengths = {place: p.length for place, p in places.items()}
-    own = _normalized(_bm25([r.counts for r in said], [r.length for r in said], messages))
-    scores = {(row.agent, row.index): score for row, score in zip(said, own, strict=True)}
-    for place, score in _windows(said, messages, lengths).items():
-        scores[place] = scores.get(place, 0.0) + score
-    by_place = {(row.agent, row.index): row for row in said}
-    ranked = []
-    for place, score in scores.items():
-        row = by_place.get(place)
-        if row is not None:
-            ranked.append(_ranked(row, score, stems))
-        elif place in places:
-            ranked.append(
-                Ranked(
-                    score=score,
-                    key=(place[0], False, 0, place[1]),
-                    at=places[place].at,
-                    held=frozenset(),
-                    terms=(),
-                )
-            )
-    said_lines = [row for row in found if row.line]
-    line_scores = _normalized(
-        _bm25([r.counts for r in said_lines], [r.length for r in said_lines], lines)
-    )
-    ranked += [_ranked(r, s, stems) for r, s in zip(said_lines, line_scores, strict=True)]
-    ranked.sort(key=_order)
-    return _listed(ranked, limit)
-
-
-def hits(ranked: Sequence[Ranked], details: Mapping[Key, Detail]) -> list[Hit]:
-    """The results as hits, with what the store read of them (one erased meanwhile is left
-    out)."""
-    found = []
-    for r in ranked:
-        detail = details.get(r.key)
-        if detail is None:
-            continue
-        agent, _, level, index = r.key
-        found.append(
-            Hit(
-                label=label(level, index, agent=agent),
-                level=level,
-                index=index,
-                text=detail.text,
-                at=datetime.fromisoformat(r.at),
-                message=detail.message,
-                since=datetime.fromisoformat(detail.since),
-                agent=agent,
-                terms=r.terms,
-                score=r.score,
-            )
+    said = {(k[0], k[3]): c for k, c in counts.items() if not k[1]}
+    lengths = {(k[0], k[3]): p[0] for k, p in places.items() if not k[1]}
+    scores = _bm25(said, lengths, messages)
+    for position, score in _windows(said, messages, lengths).items():
+        scores[position] = scores.get(position, 0.0) + score
+    found = {k: c for k, c in counts.items() if k[1]}
+    length = {k: places[k][0] for k in found}
+    stamps = {at: -datetime.fromisoformat(at).timestamp() for _, at in places.values()}
+    empty: Counts = {}
+    # Sorted as tuples: score, then the newest, the lower level and index, messages first.
+    ranked: list[Entry] = [
+        (-score, stamps[places[k][1]], 0, index, False, agent, k, said.get((agent, index), empty))
+        for (agent, index), score in scores.items()
+        for k in [(agent, False, 0, index)]
+    ]
+    ranked += [
+        (-score, stamps[places[k][1]], k[2], k[3], True, k[0], k, found[k])
+        for k, score in _bm25(found, length, lines).items()
+    ]
+    ranked.sort()
+    return [
+        Ranked(
+            score=-r[0], key=r[6], at=places[r[6]][1], held=frozenset(r[7]),
+            terms=tuple(word for stem in stems if stem in r[7] for word in stems[stem]),
         )
-    return found
+        for r in _listed(ranked, limit)
+    ]  # fmt: skip
 
 
-def _ranked(row: Row, score: float, stems: Mapping[str, tuple[str, ...]]) -> Ranked:
-    terms = tuple(word for stem in stems if stem in row.counts for word in stems[stem])
-    return Ranked(score=score, key=row.key, at=row.at, held=frozenset(row.counts), terms=terms)
+def _hit(r: Ranked, message: str | None, since: str, text: str) -> Hit:
+    agent, _, level, index = r.key
+    return Hit(
+        label=label(level, index, agent=agent),
+        level=level,
+        index=index,
+        text=text,
+        at=datetime.fromisoformat(r.at),
+        message=message,
+        since=datetime.fromisoformat(since),
+        agent=agent,
+        terms=r.terms,
+        score=r.score,
+    )
 
 
-def _order(r: Ranked) -> tuple[float, float, int, int, bool, str]:
-    agent, line, level, index = r.key
-    return (-r.score, -datetime.fromisoformat(r.at).timestamp(), level, index, line, agent)
-
-
-def _bm25(
-    counts: Sequence[Mapping[str, int]], lengths: Sequence[int], corpus: Corpus
-) -> list[float]:
+def _bm25(counts: Mapping[T, Counts], lengths: Mapping[T, int], corpus: Corpus) -> dict[T, float]:
+    """Each row's BM25 against the corpus (a stem's rarity: among the rows given), divided by
+    the best."""
     df: dict[str, int] = {}
-    for held in counts:
+    for held in counts.values():
         for stem in held:
             df[stem] = df.get(stem, 0) + 1
-    return [
-        _score(held, length, df, corpus.rows, corpus.average)
-        for held, length in zip(counts, lengths, strict=True)
-    ]
-
-
-def _score(
-    tf: Mapping[str, int], length: int, df: Mapping[str, int], n: int, average: float
-) -> float:
-    norm = K1 * (1 - B + B * length / average) if average else K1
-    total = 0.0
-    for stem in sorted(tf):
-        idf = math.log(1 + (max(n - df[stem], 0) + 0.5) / (df[stem] + 0.5))
-        total += idf * tf[stem] * (K1 + 1) / (tf[stem] + norm)
-    return total
+    n, average = corpus.rows, corpus.average
+    idf = {stem: math.log(1 + (max(n - d, 0) + 0.5) / (d + 0.5)) for stem, d in df.items()}
+    scores = {}
+    for row, held in counts.items():
+        norm = K1 * (1 - B + B * lengths[row] / average) if average else K1
+        total = 0.0
+        for stem in sorted(held):
+            total += idf[stem] * held[stem] * (K1 + 1) / (held[stem] + norm)
+        scores[row] = total
+    best = max(scores.values(), default=0.0)
+    return {row: score / best if best > 0 else 0.0 for row, score in scores.items()}
 
 
 def _windows(
-    said: Sequence[Row], corpus: Corpus, lengths: Mapping[Position, int]
+    said: Mapping[Position, Counts], corpus: Corpus, lengths: Mapping[Position, int]
 ) -> dict[Position, float]:
     """Each message's window score, against the best: BM25 of it with its neighbours as one
     text, among the windows of the thread's messages."""
-    held = {(r.agent, r.index): r.counts for r in said}
     centres = sorted(
         {
             (agent, index + d)
-            for agent, index in held
+            for agent, index in said
             for d in range(-WINDOW, WINDOW + 1)
             if (agent, index + d) in lengths
         }
     )
-    windows: list[Mapping[str, int]] = []
-    sizes: list[int] = []
+    windows: dict[Position, dict[str, int]] = {}
+    sizes: dict[Position, int] = {}
     for agent, index in centres:
         tf: dict[str, int] = {}
         size = 0
         for d in range(-WINDOW, WINDOW + 1):
             place = (agent, index + d)
             size += lengths.get(place, 0)
-            for stem, n in held.get(place, {}).items():
+            for stem, n in said.get(place, {}).items():
                 tf[stem] = tf.get(stem, 0) + n
-        windows.append(tf)
-        sizes.append(size)
+        windows[(agent, index)] = tf
+        sizes[(agent, index)] = size
     wide = Corpus(rows=corpus.rows, terms=(2 * WINDOW + 1) * corpus.terms)
-    scores = _normalized(_bm25(windows, sizes, wide))
-    return dict(zip(centres, scores, strict=True))
+    return _bm25(windows, sizes, wide)
 
 
-def _normalized(scores: Sequence[float]) -> list[float]:
-    best = max(scores, default=0.0)
-    return [score / best if best > 0 else 0.0 for score in scores]
-
-
-def _listed(ranked: Sequence[Ranked], limit: int) -> list[Ranked]:
+def _listed(ranked: Sequence[Entry], limit: int) -> list[Entry]:
     """Lines that add a stem, one per label, until `limit`."""
-    listed: list[Ranked] = []
+    listed: list[Entry] = []
     covered: set[str] = set()
     labels: set[tuple[str, str]] = set()
     for r in ranked:
-        agent, line, level, index = r.key
+        agent, line, level, index = r[6]
         name = (agent, label(level, index, agent=agent))
-        if (line and not r.held - covered) or name in labels:
+        if (line and covered.issuperset(r[7])) or name in labels:
             continue
-        covered |= r.held
+        covered.update(r[7])
         labels.add(name)
         listed.append(r)
         if len(listed) == limit:

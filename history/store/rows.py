@@ -29,7 +29,6 @@ from ..contract import (
 )
 from ..errors import ConflictError
 from ..lines import line_of
-from .ranking import Corpus, Detail, Key, Place, Row
 
 COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -44,6 +43,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0012_search2", "search2.sql"),
     ("0013_search_gin", "search_gin.sql"),
     ("0014_indexes", "indexes.sql"),
+    ("0015_search_terms", "search_terms.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 
@@ -66,10 +66,7 @@ OUTLINE_COLUMNS = (
     "position, version, floor, steps"
 )
 SEARCH_COLUMNS = "thread, agent, line, level, idx, message, since, at, text, words, length"
-CANDIDATE_COLUMNS = "agent, line, level, idx, at, length"
 DETAIL_COLUMNS = "agent, line, level, idx, message, since, text"
-COUNT = "(length(words) - length(replace(words, {term}, ''))) / {size}"
-"""How often a term (as `terms.counted` gives it, and its length) comes in a row's words."""
 CALL_COLUMNS = (
     "thread, key, n, model, level, idx, prompts, answers, line, outcome, "
     "input_tokens, output_tokens, agent"
@@ -396,21 +393,6 @@ def line_search_rows(
     return found
 
 
-def row_from_candidate(row: Sequence[Any], tokens: Sequence[tuple[str, str]]) -> Row:
-    """A candidate from its `CANDIDATE_COLUMNS` and its counts of `tokens` (agent, stem)."""
-    agent, line, level, index, at, length, *counts = row
-    return Row(
-        agent=agent, line=bool(line), level=level, index=index, at=at, length=length,
-        counts={stem: n for (a, stem), n in zip(tokens, counts, strict=True) if a == agent and n},
-    )  # fmt: skip
-
-
-def detail_from_row(row: Sequence[Any]) -> tuple[Key, Detail]:
-    """A listed result's `DETAIL_COLUMNS`, by its key."""
-    agent, line, level, index, message, since, text = row
-    return (agent, bool(line), level, index), Detail(message=message, since=since, text=text)
-
-
 def thread_search_rows(
     messages: Sequence[Stored], nodes: Sequence[Summary], language: str
 ) -> list[tuple[Any, ...]]:
@@ -418,18 +400,6 @@ def thread_search_rows(
     shared = [s for s in messages if s.index is not None and not s.message.step]
     firsts = {s.index: format_at(s.message.at) for s in shared if s.index is not None}
     return stored_search_rows(messages, language) + line_search_rows(nodes, firsts, language)
-
-
-def corpora(found: Sequence[Sequence[Any]]) -> tuple[Corpus, Corpus]:
-    """The messages' and the lines' corpus from `line, count, sum(length)` rows."""
-    sizes = {bool(line): Corpus(rows=n, terms=int(total or 0)) for line, n, total in found}
-    empty = Corpus(rows=0, terms=0)
-    return sizes.get(False, empty), sizes.get(True, empty)
-
-
-def places(found: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Place]:
-    """Messages around the candidates from `agent, idx, length, at` rows."""
-    return {(agent, index): Place(length=length, at=at) for agent, index, length, at in found}
 
 
 def outline_row(outline: Outline) -> tuple[Any, ...]:

@@ -14,6 +14,7 @@ import sqlite3
 import stat
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -29,8 +30,6 @@ from . import queries, ranking, records, rows
 from .records import Loaded, ThreadRecords
 from .rows import (
     CALL_COLUMNS,
-    CANDIDATE_COLUMNS,
-    DETAIL_COLUMNS,
     MESSAGE_COLUMNS,
     OUTLINE_COLUMNS,
     SEARCH_COLUMNS,
@@ -430,46 +429,11 @@ class SQLiteStore:
     async def search(
         self, thread: str, query: str, limit: int, *, agent: str | None = None
     ) -> list[Hit]:
-        stems = terms.query_terms(query, self.language)
-        if not stems or limit <= 0:
-            return []
-        agents = ["", agent] if agent else [""]
-        tokens = [(a, stem) for a in agents for stem in stems]
-        keyed = [terms.key(thread, a) + stem for a, stem in tokens]
-        counts = ", ".join(rows.COUNT.format(term="?", size="?") for _ in keyed)
-        among = f"thread = ? AND agent IN ({', '.join('?' * len(agents))})"
         async with self._read() as db:
-            found = await db.execute_fetchall(
-                f"SELECT {CANDIDATE_COLUMNS}, {counts} FROM search WHERE id IN (SELECT rowid "
-                f"FROM search_words WHERE search_words MATCH ?) AND {among}",
-                (
-                    *(v for t in keyed for v in (terms.counted(t), len(terms.counted(t)))),
-                    " OR ".join(f'"{t}"' for t in keyed), thread, *agents,
-                ),
-            )  # fmt: skip
-            candidates = [rows.row_from_candidate(r, tokens) for r in found]
-            counted = await db.execute_fetchall(
-                f"SELECT line, count(*), sum(length) FROM search WHERE {among} GROUP BY line",
-                (thread, *agents),
+            reads = _SearchReads(db=db, thread=thread)
+            return await ranking.search(
+                reads, thread, query, limit, language=self.language, agent=agent
             )
-            messages, lines = rows.corpora(list(counted))
-            places = rows.places(await _messages_at(db, thread, ranking.around(candidates)))
-            ranked = ranking.rank(
-                candidates, stems, messages=messages, lines=lines, places=places, limit=limit
-            )
-            keys = [r.key for r in ranked]
-            values = ", ".join(["(?, ?, ?, ?)"] * len(keys))
-            read = (
-                await db.execute_fetchall(
-                    f"SELECT {DETAIL_COLUMNS} FROM search WHERE thread = ? AND "
-                    f"(agent, line, level, idx) IN (VALUES {values})",
-                    (thread, *(value for key in keys for value in key)),
-                )
-                if keys
-                else []
-            )
-            details = dict(rows.detail_from_row(r) for r in read)
-        return ranking.hits(ranked, details)
 
     @asynccontextmanager
     async def claim(self, thread: str) -> AsyncIterator[bool]:
@@ -575,21 +539,29 @@ async def _index_lines(
     await _on_thread(db, lambda conn: _index_lines_on(conn, thread, nodes, language))
 
 
-async def _messages_at(
-    db: aiosqlite.Connection, thread: str, places: set[tuple[str, int]]
-) -> list[Any]:
-    """`agent, idx, length, at` of the messages indexed at `places` (agent, index)."""
-    found: list[Any] = []
-    for agent in sorted({agent for agent, _ in places}):
-        wanted = sorted(index for a, index in places if a == agent)
-        for k in range(0, len(wanted), NODES_AT_ONCE):
-            chunk = wanted[k : k + NODES_AT_ONCE]
-            found += await db.execute_fetchall(
-                "SELECT agent, idx, length, at FROM search WHERE thread = ? AND agent = ? "
-                f"AND NOT line AND level = 0 AND idx IN ({', '.join('?' * len(chunk))})",
-                (thread, agent, *chunk),
-            )
-    return found
+@dataclass(frozen=True, kw_only=True)
+class _SearchReads:
+    """Search's reads (`ranking.Reads`) of one thread, on the store's one connection (held, so
+    nothing is written between them)."""
+
+    db: aiosqlite.Connection
+    thread: str
+
+    async def postings(self, agent: str, terms: Sequence[str]) -> list[Any]:
+        wanted = (json.dumps(terms), self.thread, agent)
+        return list(await self.db.execute_fetchall(queries.SEARCH_POSTINGS, wanted))
+
+    async def places(self, agent: str, indexes: Sequence[int]) -> list[Any]:
+        wanted = (json.dumps(indexes), self.thread, agent)
+        return list(await self.db.execute_fetchall(queries.SEARCH_PLACES, wanted))
+
+    async def corpora(self, agents: Sequence[str]) -> list[Any]:
+        wanted = (self.thread, agents[0], agents[-1])
+        return list(await self.db.execute_fetchall(queries.SEARCH_CORPORA, wanted))
+
+    async def details(self, keys: Sequence[ranking.Key]) -> list[Any]:
+        wanted = (json.dumps(keys), self.thread)
+        return list(await self.db.execute_fetchall(queries.SEARCH_DETAILS, wanted))
 
 
 async def _thread_records(db: aiosqlite.Connection, thread: str) -> ThreadRecords | None:
