@@ -1,7 +1,7 @@
 """The shared store: PostgreSQL through an asyncpg pool, for several servers and workers.
 
-The collections are the same SQL files as SQLite's, but for search: `search.postgresql.sql`
-indexes with PostgreSQL's full-text search where SQLite has FTS5. What several processes need on
+The collections are the same SQL files as SQLite's, but where the dialects differ (the
+`*.postgresql.sql` variants: search's functions and triggers). What several processes need on
 top:
 
 - a thread's `seq` is assigned under a transaction-scoped advisory lock on the thread, so two

@@ -221,23 +221,16 @@ def _windows(
 ) -> dict[Position, float]:
     """Each message's window score, against the best: BM25 of it with its neighbours as one
     text, among the windows of the thread's messages."""
-    centres = sorted(
-        {
-            (agent, index + d)
-            for agent, index in said
-            for d in range(-WINDOW, WINDOW + 1)
-            if (agent, index + d) in lengths
-        }
-    )
+    around = range(-WINDOW, WINDOW + 1)
+    centres = {(a, i + d) for a, i in said for d in around if (a, i + d) in lengths}
     windows: dict[Position, dict[str, int]] = {}
     sizes: dict[Position, int] = {}
     for agent, index in centres:
         tf: dict[str, int] = {}
         size = 0
-        for d in range(-WINDOW, WINDOW + 1):
-            place = (agent, index + d)
-            size += lengths.get(place, 0)
-            for stem, n in said.get(place, {}).items():
+        for d in around:
+            size += lengths.get((agent, index + d), 0)
+            for stem, n in said.get((agent, index + d), {}).items():
                 tf[stem] = tf.get(stem, 0) + n
         windows[(agent, index)] = tf
         sizes[(agent, index)] = size
