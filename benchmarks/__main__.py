@@ -133,7 +133,7 @@ async def _retrieval(config: Config, found: list[Corpus], folder: Path) -> retri
     log.info("retrieval: %d questions of each kind per conversation", config.questions)
     return await retrieval.run(
         found, folder, questions=config.questions, sizes=config.search_sizes,
-        queries=config.search_queries,
+        queries=config.search_queries, postgres=config.postgres,
     )  # fmt: skip
 
 

@@ -4,12 +4,14 @@ Questions are generated over the benchmark's conversations, each with the one me
 holds its answer, worded unlike that message so that matching its words as they are is not
 enough:
 
-- `forms`: three of the message's rarest words, one of them in another form of the same stem
-  ("researching" for "researched", "hotel" for "hotels");
-- `date`: one of its words and its day named in words ("what was said about the invoice on
-  Tuesday 3 February 2026?"), the word being in a few other messages too;
-- `reply`: words of a question someone asked, the answer being the reply to it (which holds
-  none of them).
+- `forms`: three of the message's words, drawn among those other messages hold too (not its
+  rarest), one or two of them in another form of the same stem ("researching" for
+  "researched", "hotel" for "hotels");
+- `date`: one of its words and its day named in words, in one of several ways ("what was said
+  about the invoice on Tuesday, February 3rd, 2026?"), the word being in a few other messages
+  too;
+- `reply`: two words of a question someone asked, drawn at random, the answer being the reply
+  to it (which holds none of them).
 
 Each conversation is spread over weeks (a message every few hours), stored and processed with
 the echo summarizer and budgets that make the tree deep (tail 2,000 to 6,000 tokens, outline
@@ -45,6 +47,7 @@ from history.store import open_store
 from history.store.records import ThreadRecords
 
 from .corpora import START, Corpus
+from .speed import postgres_schema
 from .targets import Target
 
 log = logging.getLogger(__name__)
@@ -89,6 +92,10 @@ class Timing:
     """Messages in the thread searched."""
     median_ms: float
     p90_ms: float
+    cpu_ms: float = 0.0
+    """Mean CPU time of this process a query (with SQLite, all of it; with PostgreSQL, the
+    client's): the wall clock follows the machine's load, this does not."""
+    database: str = "sqlite"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +131,12 @@ def spread(corpus: Corpus) -> list[list[Message]]:
 
 
 def questions(thread: list[Message], rng: random.Random, per_kind: int) -> list[Question]:
-    """Up to `per_kind` questions of each kind over one thread."""
+    """Up to `per_kind` questions of each kind over one thread.
+
+    The words asked are drawn at random among those another message holds too (a word no other
+    message holds would find its message by itself), one or two of them asked in another form
+    where they have one; a date is named in one of several ways.
+    """
     words = [[w for w in terms.words(line_of(m)) if _content(w)] for m in thread]
     stem = terms.stemmer(terms.DEFAULT_LANGUAGE)
     df = Counter(s for ws in words for s in {stem(w) for w in ws})
@@ -134,18 +146,21 @@ def questions(thread: list[Message], rng: random.Random, per_kind: int) -> list[
     made = Counter[str]()
     for k in order:
         m, ws = thread[k], words[k]
-        rare = sorted(dict.fromkeys(ws), key=lambda w: (df[stem(w)], w))
-        changed = next((w for w in rare[:3] if _other_form(w) != w), None)
-        if made["forms"] < per_kind and len(rare) >= 4 and changed is not None:
-            picked = [_other_form(w) if w == changed else w for w in rare[:3]]
-            found.append(_question(m, "forms", f"what was said about {' '.join(picked)}?"))
-            made["forms"] += 1
-            continue
-        common = [w for w in rare if 2 <= df[stem(w)] <= 8]
+        shared = sorted(
+            (w for w in dict.fromkeys(ws) if df[stem(w)] >= 2), key=lambda w: (df[stem(w)], w)
+        )
+        if made["forms"] < per_kind and len(shared) >= 4:
+            picked = rng.sample(shared, 3)
+            changed = rng.sample(range(3), rng.randint(1, 2))
+            picked = [_other_form(w) if n in changed else w for n, w in enumerate(picked)]
+            if any(w not in ws for w in picked):
+                found.append(_question(m, "forms", f"what was said about {' '.join(picked)}?"))
+                made["forms"] += 1
+                continue
+        common = [w for w in shared if df[stem(w)] <= 8]
         if made["date"] < per_kind and common:
-            day = terms.date_words(m.at).split()
-            when = f"{day[3].title()} {day[0]} {day[1].title()} {day[2]}"
-            text = f"what was said about {common[0]} on {when}?"
+            when = _named(m, rng)
+            text = f"what was said about {rng.choice(common)} on {when}?"
             found.append(_question(m, "date", text))
             made["date"] += 1
             continue
@@ -155,15 +170,31 @@ def questions(thread: list[Message], rng: random.Random, per_kind: int) -> list[
             and reply is not None
             and reply.author != m.author
             and m.text.rstrip().endswith("?")
-            and len(rare) >= 2
         ):
             answer_stems = {stem(w) for w in words[k + 1]}
-            asked = [w for w in rare[:3] if stem(w) not in answer_stems]
+            asked = [w for w in shared if stem(w) not in answer_stems]
             if len(asked) >= 2:
-                text = " ".join(asked)
+                text = " ".join(rng.sample(asked, 2))
                 found.append(_question(reply, "reply", f"what was the answer about {text}?"))
                 made["reply"] += 1
     return found
+
+
+def _named(m: Message, rng: random.Random) -> str:
+    """The message's day in words, in one of the ways people write a date."""
+    day, month, year, weekday = terms.date_words(m.at).split()
+    th = (
+        {"1": "st", "2": "nd", "3": "rd"}.get(day[-1], "th")
+        if day not in ("11", "12", "13")
+        else "th"
+    )
+    return rng.choice(
+        [
+            f"{weekday.title()} {day} {month.title()} {year}",
+            f"{weekday.title()}, {month.title()} {day}{th}, {year}",
+            f"the {day}{th} of {month.title()} {year}, a {weekday.title()}",
+        ]
+    )
 
 
 def _question(m: Message, kind: str, text: str) -> Question:
@@ -290,51 +321,79 @@ def terms_tokens(text: str, history: History) -> int:
 
 
 async def timings(
-    sizes: Sequence[int], texts: Sequence[Message], folder: Path, *, queries: int, seed: int = 5
+    sizes: Sequence[int],
+    texts: Sequence[Message],
+    folder: Path,
+    *,
+    queries: int,
+    seed: int = 5,
+    postgres: str | None = None,
 ) -> list[Timing]:
-    """Search time per query in stores of `sizes` messages, in threads of `THREAD`."""
+    """Search time per query in stores of `sizes` messages, in threads of `THREAD`: on SQLite,
+    and on PostgreSQL too given a server (each store in a new schema, dropped afterwards)."""
     found = []
-    rng = random.Random(seed)
     for total in sizes:
-        path = folder / f"timing-{total}.sqlite"
-        store = open_store(str(path))
-        await store.open()
-        try:
-            batch = []
-            for n in range(0, total, THREAD):
-                count = min(THREAD, total - n)
-                batch.append(_records(f"timed-{n // THREAD}", texts, count, rng))
-                if len(batch) == 10:
-                    await store.load_records(batch)
-                    batch = []
-            if batch:
-                await store.load_records(batch)
-            thread = "timed-0"
-            asked = [
-                " ".join(
-                    rng.sample([w for w in terms.words(m.text) if _content(w)] or ["x"], 1)
-                    + rng.sample(terms.words(m.text) or ["x"], 1)
-                )
-                for m in rng.sample(list(texts), queries)
-            ]
-            times = []
-            for query in asked:
-                started = time.perf_counter()
-                await store.search(thread, query, 10)
-                times.append(1000 * (time.perf_counter() - started))
-        finally:
-            await store.close()
-        times.sort()
         found.append(
-            Timing(
-                messages=total,
-                thread=min(THREAD, total),
-                median_ms=statistics.median(times),
-                p90_ms=times[int(0.9 * (len(times) - 1))],
-            )
+            await _timing(str(folder / f"timing-{total}.sqlite"), total, texts, queries, seed)
         )
-        log.info("search at %d messages: %.1f ms a query", total, found[-1].median_ms)
+        if postgres is not None:
+            async with postgres_schema(postgres) as url:
+                found.append(await _timing(url, total, texts, queries, seed, database="postgresql"))
     return found
+
+
+async def _timing(
+    url: str,
+    total: int,
+    texts: Sequence[Message],
+    queries: int,
+    seed: int,
+    *,
+    database: str = "sqlite",
+) -> Timing:
+    """The same threads and queries (by `seed`) timed in one store."""
+    rng = random.Random(seed)
+    store = open_store(url)
+    await store.open()
+    try:
+        batch = []
+        for n in range(0, total, THREAD):
+            count = min(THREAD, total - n)
+            batch.append(_records(f"timed-{n // THREAD}", texts, count, rng))
+            if len(batch) == 10:
+                await store.load_records(batch)
+                batch = []
+        if batch:
+            await store.load_records(batch)
+        asked = [
+            " ".join(
+                rng.sample([w for w in terms.words(m.text) if _content(w)] or ["x"], 1)
+                + rng.sample(terms.words(m.text) or ["x"], 1)
+            )
+            for m in rng.sample(list(texts), queries)
+        ]
+        for query in asked[:5]:  # warm the caches
+            await store.search("timed-0", query, 10)
+        times, cpu = [], 0.0
+        for query in asked:
+            started, used = time.perf_counter(), time.process_time()
+            await store.search("timed-0", query, 10)
+            times.append(1000 * (time.perf_counter() - started))
+            cpu += 1000 * (time.process_time() - used)
+    finally:
+        await store.close()
+    times.sort()
+    log.info(
+        "search at %d messages on %s: %.1f ms a query", total, database, times[len(times) // 2]
+    )
+    return Timing(
+        messages=total,
+        thread=min(THREAD, total),
+        median_ms=statistics.median(times),
+        p90_ms=times[int(0.9 * (len(times) - 1))],
+        cpu_ms=cpu / len(times),
+        database=database,
+    )
 
 
 def _records(
@@ -394,11 +453,17 @@ async def run(
     questions: int,
     sizes: Sequence[int],
     queries: int,
+    postgres: str | None = None,
 ) -> Retrieval:
-    """Every retrieval measure: recall by corpus and kind, the recall block, search times."""
+    """Every retrieval measure: recall by corpus and kind, the recall block, search times (on
+    PostgreSQL too given a server)."""
     found, recalls = await scores(corpora, folder, per_kind=questions)
     texts = [m for corpus in corpora for thread in spread(corpus) for m in thread]
-    times = await timings(sizes, texts, folder, queries=queries) if texts and sizes else []
+    times = (
+        await timings(sizes, texts, folder, queries=queries, postgres=postgres)
+        if texts and sizes
+        else []
+    )
     return Retrieval(scores=tuple(found), timings=tuple(times), recalls=tuple(recalls))
 
 
@@ -428,17 +493,20 @@ def targets(retrieval: Retrieval, *, real: Sequence[str]) -> list[Target]:
         )
     store = [t for t in retrieval.timings if t.messages >= 10 * THREAD]
     if store:
-        t = store[0]
+        first = [t for t in store if t.messages == store[0].messages]
         found.append(
             Target(
                 goal="search: at most 10 ms a query on a 600-message thread in a store of ten "
-                "such threads or more",
-                met=t.median_ms <= 10,
-                numbers=f"{t.median_ms:.1f} ms median ({t.p90_ms:.1f} ms p90) at "
-                f"{t.messages:,} messages",
-                why="Each query reads every row of the thread that holds one of its words (a "
-                "common word holds many) with their counts, and ranks them in Python so both "
-                "stores agree; the time is in that reading and ranking, not in the index.",
+                "such threads or more, on each store",
+                met=all(t.median_ms <= 10 for t in first),
+                numbers="; ".join(
+                    f"{t.database}: {t.median_ms:.1f} ms median ({t.p90_ms:.1f} ms p90, "
+                    f"{t.cpu_ms:.1f} ms CPU) at {t.messages:,} messages"
+                    for t in first
+                ),
+                why="A query reads the postings of its words in its thread (a common word has "
+                "many) and ranks them in Python, so both stores agree; the wall clock also "
+                "follows the machine's load, which the CPU time does not.",
             )
         )
     return found
@@ -463,9 +531,14 @@ def table(retrieval: Retrieval, pct: Callable[[float], str]) -> list[str]:
             " / ".join(pct(f) for f in theirs.found) if theirs else "-",
         ]
         out.append("| " + " | ".join(row) + " |")
-    out += ["", "| store | thread | median ms a query | p90 ms |", "|---|---|---|---|"]
     out += [
-        f"| {t.messages:,} messages | {t.thread} | {t.median_ms:.1f} | {t.p90_ms:.1f} |"
+        "",
+        "| store | thread | database | median ms a query | p90 ms | CPU ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {t.messages:,} messages | {t.thread} | {t.database} | {t.median_ms:.1f} | "
+        f"{t.p90_ms:.1f} | {t.cpu_ms:.1f} |"
         for t in retrieval.timings
     ]
     out += [
