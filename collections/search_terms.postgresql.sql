@@ -42,3 +42,7 @@ FROM search AS s, search_terms(s.words) AS t GROUP BY s.thread, s.agent, s.line,
 -- What ranking reads of a candidate and of the messages around it, and the sizes of a thread's
 -- corpus, from the index alone.
 CREATE INDEX search_place ON search (thread, agent, line, level, idx) INCLUDE (length, at);
+-- The planner's figures for the tables just filled: without them it takes a term's postings for
+-- a large share of the table and plans (and compiles) a search as a scan of it.
+ANALYZE search_term;
+ANALYZE search;

@@ -410,6 +410,9 @@ class PostgresStore:
         self, thread: str, query: str, limit: int, *, agent: str | None = None
     ) -> list[Hit]:
         async with self._read() as db, db.transaction(isolation="repeatable_read", readonly=True):
+            # A search's statements read a few hundred postings: compiling them (JIT, which a
+            # misjudged plan asks for) costs more than running them.
+            await db.execute("SET LOCAL jit = off")
             reads = _SearchReads(db=db, thread=thread)
             return await ranking.search(
                 reads, thread, query, limit, language=self.language, agent=agent
