@@ -476,9 +476,9 @@ class _SearchReads:
         sql = queries.SEARCH_PLACES_POSTGRESQL
         return [_values(r) for r in await self.db.fetch(sql, self.thread, agent, indexes)]
 
-    async def corpora(self, agents: Sequence[str]) -> list[Any]:
+    async def corpora(self, agent: str) -> list[Any]:
         sql = rows.numbered(queries.SEARCH_CORPORA)
-        return [_values(r) for r in await self.db.fetch(sql, self.thread, agents[0], agents[-1])]
+        return [_values(r) for r in await self.db.fetch(sql, self.thread, agent)]
 
     async def details(self, keys: Sequence[ranking.Key]) -> list[Any]:
         columns = [[key[k] for key in keys] for k in range(4)]

@@ -114,11 +114,10 @@ SELECT s.idx, s.length, s.at FROM unnest($3::bigint[]) AS k (idx) CROSS JOIN LAT
 ) AS s
 """
 SEARCH_CORPORA = (
-    "SELECT line, count(*), sum(length) FROM search WHERE thread = ? AND agent IN (?, ?) "
-    "GROUP BY agent, line"
+    "SELECT line, count(*), sum(length) FROM search WHERE thread = ? AND agent = ? GROUP BY line"
 )
-"""Search: how many rows and terms the thread holds, messages and lines apart, for two agents
-(the shared rows, `''`, and the one searching, `''` again when none), in the index's order."""
+"""Search: how many rows and terms the thread holds of one agent (`''`: the shared rows),
+messages and lines apart, in the index's order."""
 _SEARCH_DETAILS = ", ".join(f"s.{column}" for column in DETAIL_COLUMNS.split(", "))
 SEARCH_DETAILS = (
     f"SELECT {_SEARCH_DETAILS} FROM json_each(?) AS k CROSS JOIN search AS s "
@@ -193,7 +192,7 @@ PLANNED: dict[str, Planned] = {
         postgresql=SEARCH_PLACES_POSTGRESQL,
         postgresql_args=("t", "", [1, 2, 3]),
     ),
-    "search corpora": Planned(sql=SEARCH_CORPORA, args=("t", "", "a"), key=("thread", "agent")),
+    "search corpora": Planned(sql=SEARCH_CORPORA, args=("t", ""), key=("thread", "agent")),
     "search details": Planned(
         sql=SEARCH_DETAILS,
         args=('[["", false, 0, 1], ["", true, 1, 0]]', "t"),

@@ -57,8 +57,8 @@ class Reads(Protocol):
     async def places(self, agent: str, indexes: Sequence[int]) -> Sequence[Sequence[Any]]:
         """`idx, length, at` of one agent's messages at `indexes`."""
 
-    async def corpora(self, agents: Sequence[str]) -> Sequence[Sequence[Any]]:
-        """`line, count, sum(length)` of the thread's rows of `agents`."""
+    async def corpora(self, agent: str) -> Sequence[Sequence[Any]]:
+        """`line, count, sum(length)` of the thread's rows of one agent."""
 
     async def details(self, keys: Sequence[Key]) -> Sequence[Sequence[Any]]:
         """`agent, line, level, idx, message, since, text` of the thread's rows at `keys`."""
@@ -112,7 +112,7 @@ async def search(
         indexes = wanted(counts, a) - {k[3] for k in places if k[0] == a and not k[1]}
         for index, length, at in await reads.places(a, sorted(indexes)) if indexes else []:
             places[(a, False, 0, index)] = (length, at)
-    messages, lines = corpora(await reads.corpora(agents))
+    messages, lines = corpora([row for a in agents for row in await reads.corpora(a)])
     ranked = rank(counts, places, stems, messages=messages, lines=lines, limit=limit)
     read = await reads.details([r.key for r in ranked]) if ranked else []
     details = {(a, bool(line), level, i): row for a, line, level, i, *row in read}

@@ -555,8 +555,8 @@ class _SearchReads:
         wanted = (json.dumps(indexes), self.thread, agent)
         return list(await self.db.execute_fetchall(queries.SEARCH_PLACES, wanted))
 
-    async def corpora(self, agents: Sequence[str]) -> list[Any]:
-        wanted = (self.thread, agents[0], agents[-1])
+    async def corpora(self, agent: str) -> list[Any]:
+        wanted = (self.thread, agent)
         return list(await self.db.execute_fetchall(queries.SEARCH_CORPORA, wanted))
 
     async def details(self, keys: Sequence[ranking.Key]) -> list[Any]:
