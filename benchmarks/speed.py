@@ -36,6 +36,7 @@ from history.processors.summarize import Nodes
 from history.processors.weight import weight
 from history.settings import HistorySettings
 from history.store import open_store, rows
+from history.store.queries import QUERIES
 from history.store.sqlite import SQLiteStore
 from history.summarizer import Scripted, write
 from history.trace import snapshot
@@ -113,9 +114,10 @@ def placed(messages: Sequence[Message]) -> list[tuple[Any, ...]]:
         index = None if m.step else indexes.setdefault(m.thread, 0)
         if index is not None:
             indexes[m.thread] += 1
-        out.append(rows.loaded_message_row(
+        row = rows.loaded_message_row(
             Stored(message=m, seq=seq, index=index, weight=weight(m, encoding))
-        ))  # fmt: skip
+        )
+        out.append(tuple(row.values()))  # in the order of MESSAGE_COLUMNS
     return out
 
 
@@ -194,7 +196,7 @@ async def postgres_raw_rate(prepared: Sequence[tuple[Any, ...]], url: str) -> tu
     import asyncpg
 
     await _schema(url)
-    insert = rows.numbered(INSERT)
+    insert = QUERIES["insert_loaded_message"].postgresql.text
     db = await asyncpg.connect(url)
     try:
         started = time.perf_counter()
@@ -273,20 +275,15 @@ async def fill(messages: Sequence[Message], path: Path) -> None:
 
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("BEGIN IMMEDIATE")
-    db.executemany(
-        rows.insert("message", rows.MESSAGE_COLUMNS),
-        [rows.loaded_message_row(s) for s in by_id.values()],
-    )
-    db.executemany(
-        rows.insert("summary", rows.SUMMARY_COLUMNS),
-        [rows.summary_row(n) for n in nodes_by_key.values()],
-    )
-    db.execute(
-        rows.insert("outline", rows.OUTLINE_COLUMNS),
-        rows.new_outline_row(thread),
-    )
-    assignments, values = rows.outline_update(state, lines_changed=True)
-    db.execute(f"UPDATE outline SET {assignments} WHERE thread = ?", (*values, thread))
+    written = {
+        "insert_loaded_message": [rows.loaded_message_row(s) for s in by_id.values()],
+        "insert_summary": [rows.summary_row(n) for n in nodes_by_key.values()],
+        "new_outline": [rows.new_outline_row(thread)],
+        "replace_outline": [{**rows.outline_update(state, lines_changed=True), "thread": thread}],
+    }
+    for name, params in written.items():
+        statement = QUERIES[name].sqlite
+        db.executemany(statement.text, [statement.args(p) for p in params])
     db.execute("COMMIT")
     db.close()
 

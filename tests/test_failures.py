@@ -197,4 +197,4 @@ async def test_a_failed_open_closes_the_store(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="disk is gone"):
         async with History(HistorySettings(summarizer="echo"), store=store):
             pass
-    assert store._db is None
+    assert store._sql.closed

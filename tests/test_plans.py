@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from history.contract import Message
-from history.store import open_store, queries, rows
-from history.store.queries import PLANNED, Planned
+from history.store import open_store, rows
+from history.store.queries import PLANNED, QUERIES, Planned
 
 from .stores import postgres_schema
 
@@ -134,7 +134,10 @@ def test_storing_a_message_costs_the_same_in_a_long_thread(
 ) -> None:
     def insert(thread: str) -> int:
         new = Message(id=f"new-{thread}", thread=thread, author="a", text="x", at=AT, step=step)
-        return _steps(long_and_short, rows.INSERT_MESSAGE, rows.insert_message_args(new, 1, None))
+        statement = QUERIES["insert_message"].sqlite
+        return _steps(
+            long_and_short, statement.text, statement.args(rows.message_params(new, 1, None))
+        )
 
     assert insert("long") == insert("short")
 
@@ -142,7 +145,9 @@ def test_storing_a_message_costs_the_same_in_a_long_thread(
 def test_the_next_call_number_costs_the_same_in_a_long_thread(
     long_and_short: sqlite3.Connection,
 ) -> None:
-    short, long = (_steps(long_and_short, queries.NEXT_CALL, (t,)) for t in ("short", "long"))
+    short, long = (
+        _steps(long_and_short, QUERIES["next_call"].sqlite.text, (t,)) for t in ("short", "long")
+    )
     assert long == short
 
 
@@ -191,7 +196,7 @@ def test_no_statement_scans_a_thread_on_postgresql() -> None:
             # Empty tables are read most cheaply whole: ask what the indexes allow.
             await db.execute("SET enable_seqscan = off")
             for name, planned in PLANNED.items():
-                sql = planned.postgresql or rows.numbered(planned.sql)
+                sql = planned.postgresql or planned.sql
                 args = planned.postgresql_args or planned.args
                 plan = await db.fetchrow(f"EXPLAIN (FORMAT JSON) {sql}", *args)
                 assert plan is not None  # EXPLAIN always answers with one row

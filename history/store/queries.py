@@ -1,141 +1,131 @@
-"""The statements a store runs for every message, view, zoom and search, in one place.
+"""The store's named queries, read once from `collections/queries.sql`, and the ones checked
+for their plans.
 
-Each must cost the same at a thread's 100th message as at its millionth: a primary-key lookup,
-a range of an index whose prefix is the thread, or a max() read from the end of such an index;
-never a scan of the thread. `tests/test_plans.py` asks each database for its plan of every
-statement in `PLANNED` and fails on a scan. They are written with `?` (SQLite's style);
-`rows.numbered` turns them into PostgreSQL's `$1, $2, ...`.
+`queries.sql` holds every statement as an entry: a `-- name: NAME` line, comment lines that say
+what it is for, then the SQL, with named parameters (`:thread`). `queries.postgresql.sql` holds
+only the entries whose PostgreSQL text differs (as procrastinate keeps its queries); the others
+serve both databases. Each entry is turned into each dialect's placeholders here, once: SQLite's
+`?1, ?2, ...` and PostgreSQL's `$1, $2, ...`, a name used twice being one parameter. A `:` or `?`
+inside a string literal, a quoted name or a comment is left alone, and so is a `::` cast.
+
+Each statement of `PLANNED` must cost the same at a thread's 100th message as at its millionth: a
+primary-key lookup, a range of an index whose prefix is the thread, or a max() read from the end
+of such an index; never a scan of the thread. `tests/test_plans.py` asks each database for its
+plan of every one of them and fails on a scan.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
-from .rows import (
-    DETAIL_COLUMNS,
-    INSERT_MESSAGE,
-    MESSAGE_COLUMNS,
-    OUTLINE_COLUMNS,
-    SUMMARY_COLUMNS,
-    insert,
-)
+Dialect = Literal["sqlite", "postgresql"]
+COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"
 
-MESSAGE = f"SELECT {MESSAGE_COLUMNS} FROM message WHERE id = ?"
-"""A message by its id."""
-ANY_MESSAGE = "SELECT 1 FROM message WHERE thread = ? LIMIT 1"
-"""Whether a thread has messages (an outline row lost to a crash is made again)."""
-OUTLINE = f"SELECT {OUTLINE_COLUMNS} FROM outline WHERE thread = ?"
-OUTLINE_POSTGRESQL = f"""
-SELECT {OUTLINE_COLUMNS},
-       (SELECT coalesce(json_agg(json_build_array(id, weight, at, step, seq) ORDER BY seq), '[]')
-        FROM message
-        WHERE message.thread = outline.thread AND seq >= tail_start AND seq <= position) AS tail
-FROM outline WHERE thread = $1
-"""
-"""A thread's outline with its tail as JSON (PostgreSQL): one statement, so one snapshot and one
-round trip."""
-NEW_OUTLINE = f"{insert('outline', OUTLINE_COLUMNS)} ON CONFLICT (thread) DO NOTHING"
-"""A thread's outline row, made with its first message."""
-TAIL = (
-    "SELECT id, weight, at, step, seq FROM message "
-    "WHERE thread = ? AND seq >= ? AND seq <= ? ORDER BY seq"
+_TOKENS = re.compile(
+    r"""
+    (?P<skip>'(?:[^']|'')*'          # a string literal ('' inside it is a quote)
+      | "(?:[^"]|"")*"               # a quoted name
+      | --[^\n]*                     # a comment to the end of the line
+      | /\*.*?\*/                    # a block comment
+      | ::                           # a cast
+    )
+    | :(?P<name>[A-Za-z_][A-Za-z0-9_]*)
+    """,
+    re.VERBOSE | re.DOTALL,
 )
-"""The outline's tail: its messages from `tail_start` to `position`."""
-PENDING = f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND seq > ? ORDER BY seq LIMIT ?"
-"""The thread's messages after a seq, in order, a page at a time."""
-MESSAGES = (
-    f"SELECT {MESSAGE_COLUMNS} FROM message WHERE thread = ? AND seq >= ? AND seq <= ? ORDER BY seq"
-)
-NATIVES = (
-    "SELECT id, native FROM message WHERE thread = ? AND seq > ? AND native IS NOT NULL "
-    "ORDER BY seq"
-)
-"""The provider's forms of the thread's messages from the tail on (the view sends them); in seq
-order, so that PostgreSQL reads the range of (thread, seq), not the thread by (thread, idx)."""
-SUMMARY = (
-    f"SELECT {SUMMARY_COLUMNS} FROM summary "
-    "WHERE thread = ? AND agent = ? AND level = ? AND idx = ?"
-)
-"""A node by its key (agent `''`: the shared tree)."""
-_NODE_COLUMNS = ", ".join(f"s.{column}" for column in SUMMARY_COLUMNS.split(", "))
-NODES = (
-    f"SELECT {_NODE_COLUMNS} FROM json_each(?) AS k CROSS JOIN summary AS s "
-    "ON s.thread = ? AND s.agent = ? AND s.level = json_extract(k.value, '$[0]') "
-    "AND s.idx = json_extract(k.value, '$[1]')"
-)
-"""An outline's nodes (SQLite): a JSON list of `[level, idx]` keys, then the thread and the
-agent (`''`: the shared tree), each node looked up by its key."""
-NODES_POSTGRESQL = (
-    f"SELECT {_NODE_COLUMNS} FROM unnest($3::integer[], $4::bigint[]) AS k (level, idx) "
-    "CROSS JOIN LATERAL (SELECT * FROM summary "
-    "WHERE thread = $1 AND agent = $2 AND level = k.level AND idx = k.idx LIMIT 1) AS s"
-)
-"""The same on PostgreSQL: the thread, the agent, the levels ($3) and indexes ($4) as arrays. A
-key is unique; its `LIMIT 1` also keeps the planner from reading the thread's nodes for a join
-instead."""
-UPDATE_OUTLINE = (
-    "UPDATE outline SET {assignments}, version = version + 1 "
-    "WHERE thread = ? AND epoch = ? AND version = ?"
-)
-"""A commit: the outline moves on if it is still the version the batch started from."""
-INSERT_SUMMARY = insert("summary", SUMMARY_COLUMNS)
-NEXT_CALL = "SELECT coalesce(max(n), -1) + 1 FROM call WHERE thread = ?"
-"""The thread's next call number, read from the end of the (thread, n) index."""
+_MARKS: dict[Dialect, str] = {"sqlite": "?{}", "postgresql": "${}"}
 
-SEARCH_POSTINGS = (
-    "SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at "
-    "FROM json_each(?) AS k CROSS JOIN search_term AS t ON t.term = k.value "
-    "CROSS JOIN search AS s INDEXED BY search_place ON s.thread = ? AND s.agent = ? "
-    "AND s.line = t.line AND s.level = t.level AND s.idx = t.idx"
+
+@dataclass(frozen=True, kw_only=True)
+class Statement:
+    """One entry in one dialect: its text with positional placeholders, and their names."""
+
+    text: str
+    names: tuple[str, ...]
+    """The parameter of each placeholder: `?1` or `$1` is `names[0]`."""
+
+    def args(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The positional arguments for `params`; those the statement does not use are left
+        out, so one set of parameters can serve both dialects' texts."""
+        try:
+            return tuple(params[name] for name in self.names)
+        except KeyError as exc:
+            raise TypeError(f"no value for the parameter {exc.args[0]!r} of {self.text!r}") from exc
+
+
+@dataclass(frozen=True, kw_only=True)
+class Query:
+    """A named entry, in both dialects."""
+
+    name: str
+    doc: str
+    sqlite: Statement
+    postgresql: Statement
+
+    def __getitem__(self, dialect: Dialect) -> Statement:
+        return self.sqlite if dialect == "sqlite" else self.postgresql
+
+
+def compile_named(sql: str, dialect: Dialect) -> Statement:
+    """`sql` with its `:name` parameters as the dialect's numbered placeholders."""
+    names: list[str] = []
+
+    def mark(found: re.Match[str]) -> str:
+        name = found["name"]
+        if name is None:
+            return found[0]
+        if name not in names:
+            names.append(name)
+        return _MARKS[dialect].format(names.index(name) + 1)
+
+    return Statement(text=_TOKENS.sub(mark, sql), names=tuple(names))
+
+
+def parse(text: str) -> dict[str, tuple[str, str]]:
+    """The entries of a queries file: each name with its doc (its leading comment) and SQL."""
+    entries: dict[str, tuple[str, str]] = {}
+    for chunk in re.split(r"^-- name: *", text, flags=re.MULTILINE)[1:]:
+        head, _, body = chunk.partition("\n")
+        name = head.strip()
+        if name in entries:
+            raise ValueError(f"the query {name!r} is named twice")
+        lines = body.strip().splitlines()
+        doc = []
+        while lines and lines[0].startswith("--"):
+            doc.append(lines.pop(0).removeprefix("--").strip())
+        sql = "\n".join(lines).strip().removesuffix(";").strip()
+        if not sql:
+            raise ValueError(f"the query {name!r} has no SQL")
+        entries[name] = (" ".join(doc), sql)
+    return entries
+
+
+def load(shared: str, postgresql: str) -> dict[str, Query]:
+    """Every entry of `shared`, with `postgresql`'s text where it has the entry."""
+    common, variants = parse(shared), parse(postgresql)
+    unknown = variants.keys() - common.keys()
+    if unknown:
+        raise ValueError(f"PostgreSQL variants of queries that do not exist: {sorted(unknown)}")
+    return {
+        name: Query(
+            name=name,
+            doc=doc,
+            sqlite=compile_named(sql, "sqlite"),
+            postgresql=compile_named(variants.get(name, (doc, sql))[1], "postgresql"),
+        )
+        for name, (doc, sql) in common.items()
+    }
+
+
+QUERIES = load(
+    (COLLECTIONS / "queries.sql").read_text(encoding="utf-8"),
+    (COLLECTIONS / "queries.postgresql.sql").read_text(encoding="utf-8"),
 )
-"""Search: the postings of one agent's keyed terms (a JSON list, then the thread and the agent),
-each a range of the primary key, with the length and `at` of their rows from `search_place`
-(a row of another thread whose key a term shares is not the thread's: left out)."""
-SEARCH_POSTINGS_POSTGRESQL = """
-SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
-FROM search_term AS t CROSS JOIN LATERAL (
-    SELECT length, at FROM search
-    WHERE thread = $2 AND agent = $3 AND line = t.line AND level = t.level AND idx = t.idx LIMIT 1
-) AS s
-WHERE t.term = ANY($1::text[])
-"""
-SEARCH_PLACES = (
-    "SELECT s.idx, s.length, s.at FROM json_each(?) AS k "
-    "CROSS JOIN search AS s INDEXED BY search_place ON s.thread = ? AND s.agent = ? "
-    "AND s.line = 0 AND s.level = 0 AND s.idx = k.value"
-)
-"""Search: the length and `at` of one agent's messages by index (a JSON list, then the thread
-and the agent), from the `search_place` index alone: the neighbours that windows weigh."""
-SEARCH_PLACES_POSTGRESQL = """
-SELECT s.idx, s.length, s.at FROM unnest($3::bigint[]) AS k (idx) CROSS JOIN LATERAL (
-    SELECT idx, length, at FROM search
-    WHERE thread = $1 AND agent = $2 AND NOT line AND level = 0 AND idx = k.idx LIMIT 1
-) AS s
-"""
-SEARCH_CORPORA = (
-    "SELECT line, count(*), sum(length) FROM search WHERE thread = ? AND agent = ? GROUP BY line"
-)
-"""Search: how many rows and terms the thread holds of one agent (`''`: the shared rows),
-messages and lines apart, in the index's order."""
-_SEARCH_DETAILS = ", ".join(f"s.{column}" for column in DETAIL_COLUMNS.split(", "))
-SEARCH_DETAILS = (
-    f"SELECT {_SEARCH_DETAILS} FROM json_each(?) AS k CROSS JOIN search AS s "
-    "ON s.thread = ? AND s.agent = json_extract(k.value, '$[0]') "
-    "AND s.line = json_extract(k.value, '$[1]') "
-    "AND s.level = json_extract(k.value, '$[2]') AND s.idx = json_extract(k.value, '$[3]')"
-)
-"""Search: what the listed results show, by their keys (a JSON list of `[agent, line, level,
-idx]`, then the thread)."""
-SEARCH_DETAILS_POSTGRESQL = f"""
-SELECT {_SEARCH_DETAILS}
-FROM unnest($2::text[], $3::boolean[], $4::integer[], $5::bigint[]) AS k (agent, line, level, idx)
-CROSS JOIN LATERAL (
-    SELECT * FROM search
-    WHERE thread = $1 AND agent = k.agent AND line = k.line AND level = k.level AND idx = k.idx
-    LIMIT 1
-) AS s
-"""
+"""Every statement the store runs, by name."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,58 +137,90 @@ class Planned:
     key: tuple[str, ...] = ()
     """Columns that must all be in the index condition: a lookup by key, not by thread."""
     postgresql: str | None = None
-    """Its PostgreSQL text, when it is not `rows.numbered(sql)`."""
+    """Its PostgreSQL text, when it is not `sql`."""
     postgresql_args: tuple[Any, ...] | None = None
     """Its PostgreSQL arguments, when they are not `args`."""
 
 
-_MESSAGE_ARGS = ("m", "t", "t", False, "t", "a", "", "x", "2026-01-01T00:00:00+00:00", False,
-                 "[]", 1, True, "t", "a", None)  # fmt: skip
+def _planned(
+    name: str,
+    key: tuple[str, ...] = (),
+    *,
+    arrays: dict[str, list[Any]] | None = None,
+    **params: Any,
+) -> Planned:
+    """The entry `name` with `params`; a list is given as JSON for SQLite, and as an array
+    (`arrays`) for PostgreSQL."""
+    query = QUERIES[name]
+    return Planned(
+        sql=query.sqlite.text,
+        args=query.sqlite.args(params),
+        key=key,
+        postgresql=query.postgresql.text,
+        postgresql_args=query.postgresql.args({**params, **(arrays or {})}),
+    )
+
+
+_MESSAGE: dict[str, Any] = {
+    "id": "m", "thread": "t", "step": False, "author": "a", "to": "", "text": "x",
+    "at": "2026-01-01T00:00:00+00:00", "files": "[]", "weight": 1, "native": None,
+}  # fmt: skip
+_OUTLINE: dict[str, Any] = {
+    "bytes": 0, "boundary": 0, "since": None, "cut_at": None, "gone": None, "tail_start": 0,
+    "tokens": 0, "draining": False, "position": 1, "floor": 0, "lines": None, "steps": None,
+}  # fmt: skip
 
 PLANNED: dict[str, Planned] = {
-    "insert message": Planned(sql=INSERT_MESSAGE, args=_MESSAGE_ARGS),
-    "message": Planned(sql=MESSAGE, args=("m",), key=("id",)),
-    "any message": Planned(sql=ANY_MESSAGE, args=("t",), key=("thread",)),
-    "outline": Planned(sql=OUTLINE, args=("t",), key=("thread",), postgresql=OUTLINE_POSTGRESQL),
-    "tail": Planned(sql=TAIL, args=("t", 0, 10), key=("thread", "seq")),
-    "pending": Planned(sql=PENDING, args=("t", 0, 10), key=("thread", "seq")),
-    "messages": Planned(sql=MESSAGES, args=("t", 0, 10), key=("thread", "seq")),
-    "natives": Planned(sql=NATIVES, args=("t", 0), key=("thread", "seq")),
-    "summary": Planned(sql=SUMMARY, args=("t", "", 0, 1), key=("thread", "agent", "level", "idx")),
-    "nodes": Planned(
-        sql=NODES,
-        args=("[[0, 1], [1, 0]]", "t", ""),
-        key=("thread", "agent", "level", "idx"),
-        postgresql=NODES_POSTGRESQL,
-        postgresql_args=("t", "", [0, 1], [1, 0]),
+    "insert message": _planned("insert_message", **_MESSAGE),
+    "message": _planned("message", ("id",), id="m"),
+    "any message": _planned("any_message", ("thread",), thread="t"),
+    "outline": _planned("outline", ("thread",), thread="t"),
+    "pending": _planned("pending", ("thread", "seq"), thread="t", after=0, limit=10),
+    "messages": _planned("messages", ("thread", "seq"), thread="t", first=0, last=10),
+    "natives": _planned("natives", ("thread", "seq"), thread="t", after=0),
+    "summary": _planned(
+        "summary", ("thread", "agent", "level", "idx"), thread="t", agent="", level=0, index=1
     ),
-    "update outline": Planned(
-        sql=UPDATE_OUTLINE.format(assignments="position = ?"),
-        args=(1, "t", "e", 0),
-        key=("thread",),
+    "nodes": _planned(
+        "nodes",
+        ("thread", "agent", "level", "idx"),
+        thread="t",
+        agent="",
+        keys="[[0, 1], [1, 0]]",
+        arrays={"levels": [0, 1], "indexes": [1, 0]},
     ),
-    "next call": Planned(sql=NEXT_CALL, args=("t",), key=("thread",)),
-    "search postings": Planned(
-        sql=SEARCH_POSTINGS,
-        args=('["k1venue", "k1plan"]', "t", ""),
-        key=("term",),
-        postgresql=SEARCH_POSTINGS_POSTGRESQL,
-        postgresql_args=(["k1venue", "k1plan"], "t", ""),
+    "update outline": _planned(
+        "update_outline", ("thread",), **_OUTLINE, thread="t", epoch="e", version=0
     ),
-    "search places": Planned(
-        sql=SEARCH_PLACES,
-        args=("[1, 2, 3]", "t", ""),
-        key=("thread", "agent", "line", "level", "idx"),
-        postgresql=SEARCH_PLACES_POSTGRESQL,
-        postgresql_args=("t", "", [1, 2, 3]),
+    "next call": _planned("next_call", ("thread",), thread="t"),
+    "search postings": _planned(
+        "search_postings",
+        ("term",),
+        terms='["k1venue", "k1plan"]',
+        arrays={"terms": ["k1venue", "k1plan"]},
+        thread="t",
+        agent="",
     ),
-    "search corpora": Planned(sql=SEARCH_CORPORA, args=("t", ""), key=("thread", "agent")),
-    "search details": Planned(
-        sql=SEARCH_DETAILS,
-        args=('[["", false, 0, 1], ["", true, 1, 0]]', "t"),
-        key=("thread", "agent", "line", "level", "idx"),
-        postgresql=SEARCH_DETAILS_POSTGRESQL,
-        postgresql_args=("t", ["", ""], [False, True], [0, 1], [1, 0]),
+    "search places": _planned(
+        "search_places",
+        ("thread", "agent", "line", "level", "idx"),
+        indexes="[1, 2, 3]",
+        arrays={"indexes": [1, 2, 3]},
+        thread="t",
+        agent="",
+    ),
+    "search corpora": _planned("search_corpora", ("thread", "agent"), thread="t", agent=""),
+    "search details": _planned(
+        "search_details",
+        ("thread", "agent", "line", "level", "idx"),
+        thread="t",
+        keys='[["", false, 0, 1], ["", true, 1, 0]]',
+        arrays={
+            "key_agents": ["", ""],
+            "key_lines": [False, True],
+            "key_levels": [0, 1],
+            "key_indexes": [1, 0],
+        },
     ),
 }
 """Every statement run per message, per view, per zoom and per search, by name."""

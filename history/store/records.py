@@ -12,13 +12,13 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from ..contract import About, Ask, Outline, Stored, Summary
 from ..errors import ConflictError, StoreError
 from ..lines import node_id
 from .consistency import check_thread
-from .rows import ask_from_row, call_key
+from .rows import Record, ask_from_row, call_key
 
 T = TypeVar("T")
 
@@ -374,6 +374,6 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def call_from_row(row: Sequence[Any]) -> Call:
-    """A call from its row (the `CALL_COLUMNS`), with its model key and place."""
-    return Call(model=row[3], n=row[2], ask=ask_from_row(row))
+def call_from_row(row: Record) -> Call:
+    """A call from its row, with its model key and place."""
+    return Call(model=row["model"], n=row["n"], ask=ask_from_row(row))

@@ -1,4 +1,4 @@
-"""Rows to data and back, shared by the SQLite and PostgreSQL stores; and the migrations."""
+"""Rows to data and back, by column name, for every store; and the migrations."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import uuid
 from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Protocol
 
 from .. import terms
 from ..contract import (
@@ -29,8 +28,8 @@ from ..contract import (
 )
 from ..errors import ConflictError
 from ..lines import line_of
+from .queries import COLLECTIONS, QUERIES, Dialect
 
-COLLECTIONS = Path(__file__).resolve().parent.parent / "collections"
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_message", "message.sql"),
     ("0002_summary", "summary.sql"),
@@ -46,48 +45,35 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0015_search_terms", "search_terms.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
-
-MIGRATION_TABLE = (
-    "CREATE TABLE IF NOT EXISTS migration (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
-)
+MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
 
 THREAD_COLUMNS = "thread, title, settings"
-DESCRIBE = """
-INSERT INTO thread (thread, title, settings) VALUES (?, ?, ?)
-ON CONFLICT (thread) DO UPDATE
-SET title = coalesce(excluded.title, thread.title),
-    settings = coalesce(excluded.settings, thread.settings)
-"""
-"""Give a thread its title, or record its settings: a None leaves the stored value as it is."""
 MESSAGE_COLUMNS = 'id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx'
 SUMMARY_COLUMNS = "thread, level, idx, text, bytes, message, at, agent"
 OUTLINE_COLUMNS = (
     "thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining, "
     "position, version, floor, steps"
 )
-SEARCH_COLUMNS = "thread, agent, line, level, idx, message, since, at, text, words, length"
-DETAIL_COLUMNS = "agent, line, level, idx, message, since, text"
 CALL_COLUMNS = (
     "thread, key, n, model, level, idx, prompts, answers, line, outcome, "
     "input_tokens, output_tokens, agent"
 )
 
 
-def insert(table: str, columns: str, *, dialect: Dialect = "sqlite") -> str:
-    """`INSERT INTO table (columns) VALUES (...)` with the dialect's placeholders."""
-    return f"INSERT INTO {table} ({columns}) VALUES ({marks(columns, dialect=dialect)})"
+class Record(Protocol):
+    """A row read by column name: `sqlite3.Row`, asyncpg's `Record`, or a dict."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
 
 
-def marks(columns: str, *, dialect: Dialect = "sqlite") -> str:
-    """The VALUES placeholders for `columns`: `?, ?, ...` (SQLite) or `$1, $2, ...`."""
-    count = columns.count(",") + 1
-    if dialect == "sqlite":
-        return ", ".join("?" * count)
-    return ", ".join(f"${k}" for k in range(1, count + 1))
+Params = dict[str, Any]
+"""A statement's named parameters (see `queries`)."""
 
 
-Dialect = Literal["sqlite", "postgresql"]
-PG: Dialect = "postgresql"
+def insert(table: str, columns: str) -> str:
+    """`INSERT INTO table (columns) VALUES (?, ...)`, for writing rows outside a store (tests,
+    benchmarks) in SQLite's style."""
+    return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * (columns.count(',') + 1))})"
 
 
 def statements(filename: str, *, dialect: Dialect = "sqlite") -> list[str]:
@@ -123,15 +109,8 @@ def _in_body(statement: str) -> bool:
     return bool(trigger) and upper.splitlines()[-1].strip() != "END;"
 
 
-def numbered(sql: str) -> str:
-    """`a = ?, b = ?` in PostgreSQL's style: `a = $1, b = $2` (the SQL holds no `?` otherwise)."""
-    parts = sql.split("?")
-    return "".join(f"{part}${k}" for k, part in enumerate(parts[:-1], start=1)) + parts[-1]
-
-
-def about_from_row(row: Sequence[Any]) -> About:
-    thread, title, settings = row
-    return About(thread=thread, title=title, settings=settings)
+def about_from_row(row: Record) -> About:
+    return About(thread=row["thread"], title=row["title"], settings=row["settings"])
 
 
 def parse(at: str | None) -> datetime | None:
@@ -142,33 +121,14 @@ def when(at: datetime | None) -> str | None:
     return None if at is None else format_at(at)
 
 
-INSERT_MESSAGE = f"""
-INSERT INTO message ({MESSAGE_COLUMNS}, native)
-VALUES (
-    ?, ?, coalesce((SELECT max(seq) FROM message WHERE thread = ?), -1) + 1,
-    CASE WHEN ? THEN NULL
-         ELSE coalesce((SELECT max(idx) FROM message WHERE thread = ?), -1) + 1 END,
-    ?, ?, ?, ?, ?, ?, ?,
-    CASE WHEN ? THEN coalesce((SELECT max(sidx) FROM message
-                               WHERE thread = ? AND author = ?), -1) + 1 END,
-    ?
-)
-ON CONFLICT (id) DO NOTHING
-RETURNING seq, idx, sidx
-"""
-"""Store a message with its thread's next seq, and its next idx when shared or its agent's
-next step index when a step: None back for a known id.
-
-Each max() is a subquery of its own, read from the end of an index on (thread, seq),
-(thread, idx) and (thread, author, sidx): one SELECT with several would walk the whole thread."""
-
-
-def insert_message_args(message: Message, weight: int, native: str | None) -> tuple[Any, ...]:
+def message_params(message: Message, weight: int, native: str | None) -> Params:
+    """The parameters of `insert_message`: the store gives the seq and the indexes."""
     m = message
-    return (
-        m.id, m.thread, m.thread, m.step, m.thread, m.author, m.to, m.text, format_at(m.at),
-        m.step, m.files_json(), weight, m.step, m.thread, m.author, native,
-    )  # fmt: skip
+    return {
+        "id": m.id, "thread": m.thread, "step": m.step, "author": m.author, "to": m.to,
+        "text": m.text, "at": format_at(m.at), "files": m.files_json(), "weight": weight,
+        "native": native,
+    }  # fmt: skip
 
 
 def check_redelivery(message: Message, stored: Stored) -> None:
@@ -181,19 +141,24 @@ def check_redelivery(message: Message, stored: Stored) -> None:
         )
 
 
-def stored_from_row(row: Sequence[Any]) -> Stored:
-    id, thread, seq, index, author, to, text, at, step, files, weight, step_index = row
+def stored_from_row(row: Record) -> Stored:
     message = Message(
-        id=id,
-        thread=thread,
-        author=_legacy(author),
-        to=_legacy(to),
-        text=_legacy(text),
-        at=datetime.fromisoformat(at),
-        step=bool(step),
-        files=tuple(File(**{**f, "name": _legacy(f["name"])}) for f in json.loads(files)),
+        id=row["id"],
+        thread=row["thread"],
+        author=_legacy(row["author"]),
+        to=_legacy(row["to"]),
+        text=_legacy(row["text"]),
+        at=datetime.fromisoformat(row["at"]),
+        step=bool(row["step"]),
+        files=tuple(File(**{**f, "name": _legacy(f["name"])}) for f in json.loads(row["files"])),
     )
-    return Stored(message=message, seq=seq, index=index, weight=weight, step_index=step_index)
+    return Stored(
+        message=message,
+        seq=row["seq"],
+        index=row["idx"],
+        weight=row["weight"],
+        step_index=row["sidx"],
+    )
 
 
 def _legacy(text: str) -> str:
@@ -201,28 +166,34 @@ def _legacy(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-def summary_row(node: Summary) -> tuple[Any, ...]:
+def summary_row(node: Summary) -> Params:
     n = node
-    return (n.thread, n.level, n.index, n.text, n.bytes, n.message, format_at(n.at), n.agent)
+    return {
+        "thread": n.thread, "level": n.level, "idx": n.index, "text": n.text, "bytes": n.bytes,
+        "message": n.message, "at": format_at(n.at), "agent": n.agent,
+    }  # fmt: skip
 
 
-def summary_from_row(row: Sequence[Any]) -> Summary:
-    thread, level, index, text, size, message, at, agent = row
+def summary_from_row(row: Record) -> Summary:
     return Summary(
-        thread=thread,
-        agent=agent,
-        level=level,
-        index=index,
-        text=text,
-        bytes=size,
-        message=message,
-        at=datetime.fromisoformat(at),
+        thread=row["thread"],
+        agent=row["agent"],
+        level=row["level"],
+        index=row["idx"],
+        text=row["text"],
+        bytes=row["bytes"],
+        message=row["message"],
+        at=datetime.fromisoformat(row["at"]),
     )
 
 
-def new_outline_row(thread: str) -> tuple[Any, ...]:
+def new_outline_row(thread: str) -> Params:
     """The row of a thread's first message: nothing processed yet, a fresh epoch."""
-    return (thread, uuid.uuid4().hex, "[]", 0, 0, None, None, None, 0, 0, False, -1, 0, 0, "{}")
+    return {
+        "thread": thread, "epoch": uuid.uuid4().hex, "lines": "[]", "bytes": 0, "boundary": 0,
+        "since": None, "cut_at": None, "gone": None, "tail_start": 0, "tokens": 0,
+        "draining": False, "position": -1, "version": 0, "floor": 0, "steps": "{}",
+    }  # fmt: skip
 
 
 def entries(value: Sequence[Sequence[Any]]) -> list[Entry]:
@@ -250,55 +221,49 @@ def steps_from_json(text: str) -> dict[str, StepOutline]:
     }
 
 
-def outline_from_row(row: Sequence[Any], tail: Sequence[Sequence[Any]]) -> Outline:
-    (thread, epoch, lines, size, boundary, since, cut_at, gone, _start, tokens, draining,
-     position, version, floor, steps) = row  # fmt: skip
+def outline_from_row(row: Record) -> Outline:
+    """An outline from its row, whose `tail` is the JSON `[[id, weight, at, step, seq], ...]` of
+    its tail's messages (sorted by seq here, whatever order the database gave them in)."""
+    tail = sorted(json.loads(row["tail"]), key=lambda item: item[4])
     return Outline(
-        thread=thread,
-        epoch=epoch,
-        version=version,
-        floor=floor,
-        steps=steps_from_json(steps),
-        lines=entries(json.loads(lines)),
-        bytes=size,
-        boundary=boundary,
-        since=parse(since),
-        cut_at=parse(cut_at),
-        gone=parse(gone),
+        thread=row["thread"],
+        epoch=row["epoch"],
+        version=row["version"],
+        floor=row["floor"],
+        steps=steps_from_json(row["steps"]),
+        lines=entries(json.loads(row["lines"])),
+        bytes=row["bytes"],
+        boundary=row["boundary"],
+        since=parse(row["since"]),
+        cut_at=parse(row["cut_at"]),
+        gone=parse(row["gone"]),
         tail=deque(
             TailItem(id=id, weight=weight, at=datetime.fromisoformat(at), step=bool(step), seq=seq)
             for id, weight, at, step, seq in tail
         ),
-        tokens=tokens,
-        draining=bool(draining),
-        position=position,
+        tokens=row["tokens"],
+        draining=bool(row["draining"]),
+        position=row["position"],
     )
 
 
-def outline_update(after: Outline, *, lines_changed: bool) -> tuple[str, list[Any]]:
-    """The SET clause and its values for a commit (lines only when they changed)."""
-    start = after.tail[0].seq if after.tail else after.position + 1
-    columns = ["bytes", "boundary", "since", "cut_at", "gone", "tail_start", "tokens", "draining",
-               "position", "floor"]  # fmt: skip
-    values: list[Any] = [
-        after.bytes, after.boundary, when(after.since), when(after.cut_at), when(after.gone),
-        start, after.tokens, after.draining, after.position, after.floor,
-    ]  # fmt: skip
-    if lines_changed:
-        columns += ["lines", "steps"]
-        values += [lines_json(after.lines), steps_json(after.steps)]
-    return ", ".join(f"{c} = ?" for c in columns), values
+def outline_update(after: Outline, *, lines_changed: bool) -> Params:
+    """The parameters of a commit's `update_outline` (lines and steps null when unchanged)."""
+    values = _outline_values(after)
+    if not lines_changed:
+        values.update(lines=None, steps=None)
+    return values
 
 
-INSERT_CALL = f"""
-INSERT INTO call ({CALL_COLUMNS}) VALUES ({marks(CALL_COLUMNS)})
-ON CONFLICT (thread, key) DO UPDATE SET
-    answers = excluded.answers, line = excluded.line, outcome = excluded.outcome,
-    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens
-WHERE call.outcome = 'fallback' AND excluded.outcome <> 'fallback'
-"""
-"""Record a call. A pin keeps its first answers, but a fallback (an ask that kept failing) gives
-way to the answers of the same request asked again, so a replay then gives the answered line."""
+def _outline_values(o: Outline) -> Params:
+    """What a commit or a load writes of an outline."""
+    return {
+        "bytes": o.bytes, "boundary": o.boundary, "since": when(o.since),
+        "cut_at": when(o.cut_at), "gone": when(o.gone),
+        "tail_start": o.tail[0].seq if o.tail else o.position + 1, "tokens": o.tokens,
+        "draining": o.draining, "position": o.position, "floor": o.floor,
+        "lines": lines_json(o.lines), "steps": steps_json(o.steps),
+    }  # fmt: skip
 
 
 def call_key(model: str, prompts: Sequence[str]) -> str:
@@ -306,44 +271,57 @@ def call_key(model: str, prompts: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps([model, list(prompts)]).encode("utf-8")).hexdigest()
 
 
-def call_row(ask: Ask, model: str, n: int) -> tuple[Any, ...]:
-    return (
-        ask.thread, call_key(model, ask.prompts), n, model, ask.level, ask.index,
-        json.dumps(list(ask.prompts), ensure_ascii=False),
-        json.dumps(list(ask.answers), ensure_ascii=False),
-        ask.line, ask.outcome, ask.input_tokens, ask.output_tokens, ask.agent,
-    )  # fmt: skip
+def call_row(ask: Ask, model: str, n: int) -> Params:
+    return {
+        "thread": ask.thread, "key": call_key(model, ask.prompts), "n": n, "model": model,
+        "level": ask.level, "idx": ask.index,
+        "prompts": json.dumps(list(ask.prompts), ensure_ascii=False),
+        "answers": json.dumps(list(ask.answers), ensure_ascii=False),
+        "line": ask.line, "outcome": ask.outcome, "input_tokens": ask.input_tokens,
+        "output_tokens": ask.output_tokens, "agent": ask.agent,
+    }  # fmt: skip
 
 
-def ask_from_row(row: Sequence[Any]) -> Ask:
-    (thread, _key, _n, _model, level, index, prompts, answers, line, outcome, input_tokens,
-     output_tokens, agent) = row  # fmt: skip
+def ask_from_row(row: Record) -> Ask:
     return Ask(
-        thread=thread,
-        agent=agent,
-        level=level,
-        index=index,
-        prompts=tuple(json.loads(prompts)),
-        answers=tuple(json.loads(answers)),
-        line=line,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        outcome=outcome,
+        thread=row["thread"],
+        agent=row["agent"],
+        level=row["level"],
+        index=row["idx"],
+        prompts=tuple(json.loads(row["prompts"])),
+        answers=tuple(json.loads(row["answers"])),
+        line=row["line"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        outcome=row["outcome"],
     )
 
 
-def message_search_row(
-    message: Message, index: int, language: str, *, agent: str = ""
-) -> tuple[Any, ...]:
+def _search_row(
+    *, thread: str, agent: str, line: bool, level: int, index: int, message: str | None,
+    since: datetime, at: datetime, text: str, language: str,
+) -> Params:  # fmt: skip
+    """A row of the search index: `text` and the days from `since` to `at`, stemmed in
+    `language` and keyed by the thread and the agent."""
+    found = terms.indexed(text, since, at, language)
+    return {
+        "thread": thread, "agent": agent, "line": line, "level": level, "idx": index,
+        "message": message, "since": format_at(since), "at": format_at(at), "text": text,
+        "words": terms.keyed(terms.key(thread, agent), found), "length": len(found),
+    }  # fmt: skip
+
+
+def message_search_row(message: Message, index: int, language: str, *, agent: str = "") -> Params:
     """A message's search row: its line (`line_of`) and its day, stemmed in `language`; a
     step's is its agent's, at its step index."""
-    m, at = message, format_at(message.at)
-    found = terms.indexed(line_of(m), m.at, m.at, language)
-    words = terms.keyed(terms.key(m.thread, agent), found)
-    return (m.thread, agent, False, 0, index, m.id, at, at, line_of(m), words, len(found))
+    m = message
+    return _search_row(
+        thread=m.thread, agent=agent, line=False, level=0, index=index, message=m.id,
+        since=m.at, at=m.at, text=line_of(m), language=language,
+    )  # fmt: skip
 
 
-def stored_search_rows(messages: Sequence[Stored], language: str) -> list[tuple[Any, ...]]:
+def stored_search_rows(messages: Sequence[Stored], language: str) -> list[Params]:
     """The search rows of stored messages: shared ones at their index, steps in their agent's
     tree at their step index (a step stored before step trees, with no agent, is not indexed)."""
     found = []
@@ -356,22 +334,13 @@ def stored_search_rows(messages: Sequence[Stored], language: str) -> list[tuple[
     return found
 
 
-def line_search_row(node: Summary, since: datetime, language: str) -> tuple[Any, ...]:
+def line_search_row(node: Summary, since: datetime, language: str) -> Params:
     """A line's search row: its text and the days from `since` (its first message's) to its
     `at`, stemmed in `language`."""
-    found = terms.indexed(node.text, since, node.at, language)
-    words = terms.keyed(terms.key(node.thread, node.agent), found)
-    return (
-        node.thread, node.agent, True, node.level, node.index, None, format_at(since),
-        format_at(node.at),
-        node.text, words, len(found),
+    return _search_row(
+        thread=node.thread, agent=node.agent, line=True, level=node.level, index=node.index,
+        message=None, since=since, at=node.at, text=node.text, language=language,
     )  # fmt: skip
-
-
-FIRST_AT = """
-SELECT idx, at FROM message WHERE thread = ? AND NOT step AND idx IN ({})
-"""
-"""The `at` of shared messages by index: the first message of each line being indexed."""
 
 
 def first_indexes(nodes: Sequence[Summary]) -> list[int]:
@@ -381,7 +350,7 @@ def first_indexes(nodes: Sequence[Summary]) -> list[int]:
 
 def line_search_rows(
     nodes: Sequence[Summary], firsts: dict[int, str], language: str
-) -> list[tuple[Any, ...]]:
+) -> list[Params]:
     """The search rows of lines, given the `at` of their first messages by index (a line whose
     first message is not stored counts from its own `at`)."""
     found = []
@@ -395,28 +364,26 @@ def line_search_rows(
 
 def thread_search_rows(
     messages: Sequence[Stored], nodes: Sequence[Summary], language: str
-) -> list[tuple[Any, ...]]:
+) -> list[Params]:
     """The search rows of a thread's messages and lines (an index being rebuilt)."""
     shared = [s for s in messages if s.index is not None and not s.message.step]
     firsts = {s.index: format_at(s.message.at) for s in shared if s.index is not None}
     return stored_search_rows(messages, language) + line_search_rows(nodes, firsts, language)
 
 
-def outline_row(outline: Outline) -> tuple[Any, ...]:
+def outline_row(outline: Outline) -> Params:
     """The row of an outline loaded from elsewhere: a fresh epoch and version in this store."""
-    o = outline
-    start = o.tail[0].seq if o.tail else o.position + 1
-    return (
-        o.thread, uuid.uuid4().hex, lines_json(o.lines), o.bytes, o.boundary, when(o.since),
-        when(o.cut_at), when(o.gone), start, o.tokens, o.draining, o.position, 0, o.floor,
-        steps_json(o.steps),
-    )  # fmt: skip
+    return {
+        **_outline_values(outline), "thread": outline.thread, "epoch": uuid.uuid4().hex,
+        "version": 0,
+    }  # fmt: skip
 
 
-def loaded_message_row(stored: Stored) -> tuple[Any, ...]:
+def loaded_message_row(stored: Stored) -> Params:
     """The row of a message loaded from elsewhere, in its place: its seq, index and weight."""
     m = stored.message
-    return (
-        m.id, m.thread, stored.seq, stored.index, m.author, m.to, m.text, format_at(m.at), m.step,
-        m.files_json(), stored.weight, stored.step_index,
-    )  # fmt: skip
+    return {
+        "id": m.id, "thread": m.thread, "seq": stored.seq, "idx": stored.index,
+        "author": m.author, "to": m.to, "text": m.text, "at": format_at(m.at), "step": m.step,
+        "files": m.files_json(), "weight": stored.weight, "sidx": stored.step_index,
+    }  # fmt: skip

@@ -1,0 +1,86 @@
+-- PostgreSQL's text of the entries of `queries.sql` whose dialects differ. Lists are arrays;
+-- thread ids and agents sort in code-point order (`COLLATE "C"`), whatever the database's
+-- collation.
+
+-- name: tables
+SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema();
+
+-- name: outline
+SELECT thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining,
+       position, version, floor, steps,
+       (SELECT coalesce(json_agg(json_build_array(id, weight, at, step, seq) ORDER BY seq), '[]')
+        FROM message
+        WHERE message.thread = outline.thread AND seq >= tail_start AND seq <= position) AS tail
+FROM outline WHERE thread = :thread;
+
+-- name: lock_outline
+SELECT 1 FROM outline WHERE thread = :thread FOR UPDATE;
+
+-- name: nodes
+-- The levels and indexes as arrays. A key is unique; its `LIMIT 1` also keeps the planner from
+-- reading the thread's nodes for a join instead.
+SELECT s.thread, s.level, s.idx, s.text, s.bytes, s.message, s.at, s.agent
+FROM unnest(:levels::integer[], :indexes::bigint[]) AS k (level, idx)
+CROSS JOIN LATERAL (SELECT * FROM summary
+                    WHERE thread = :thread AND agent = :agent AND level = k.level
+                      AND idx = k.idx LIMIT 1) AS s;
+
+-- name: summaries
+SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+WHERE thread = :thread ORDER BY agent COLLATE "C", level, idx;
+
+-- name: all_summaries
+SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+ORDER BY thread COLLATE "C", agent COLLATE "C", level, idx;
+
+-- name: first_at
+SELECT idx, at FROM message WHERE thread = :thread AND NOT step AND idx = ANY(:indexes::bigint[]);
+
+-- name: all_calls
+SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
+       output_tokens, agent
+FROM call ORDER BY thread COLLATE "C", n;
+
+-- name: threads
+-- A thread's outline row is written in the transaction of its first message, so the outlines
+-- name every thread (and far fewer rows than the messages do).
+SELECT thread FROM outline ORDER BY thread COLLATE "C";
+
+-- name: behind
+-- Each outline row is checked against the (thread, seq) index: workers poll this.
+SELECT o.thread FROM outline o
+WHERE EXISTS (SELECT 1 FROM message m WHERE m.thread = o.thread AND m.seq > o.position)
+ORDER BY o.thread COLLATE "C";
+
+-- name: all_about
+SELECT thread, title, settings FROM thread ORDER BY thread COLLATE "C";
+
+-- name: foreign_ids
+SELECT id, thread FROM message WHERE thread <> :thread AND id = ANY(:ids::text[]);
+
+-- name: search_postings
+SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM search_term AS t CROSS JOIN LATERAL (
+    SELECT length, at FROM search
+    WHERE thread = :thread AND agent = :agent AND line = t.line AND level = t.level
+      AND idx = t.idx
+    LIMIT 1
+) AS s
+WHERE t.term = ANY(:terms::text[]);
+
+-- name: search_places
+SELECT s.idx, s.length, s.at FROM unnest(:indexes::bigint[]) AS k (idx) CROSS JOIN LATERAL (
+    SELECT idx, length, at FROM search
+    WHERE thread = :thread AND agent = :agent AND NOT line AND level = 0 AND idx = k.idx LIMIT 1
+) AS s;
+
+-- name: search_details
+SELECT s.agent, s.line, s.level, s.idx, s.message, s.since, s.text
+FROM unnest(:key_agents::text[], :key_lines::boolean[], :key_levels::integer[],
+            :key_indexes::bigint[]) AS k (agent, line, level, idx)
+CROSS JOIN LATERAL (
+    SELECT * FROM search
+    WHERE thread = :thread AND agent = k.agent AND line = k.line AND level = k.level
+      AND idx = k.idx
+    LIMIT 1
+) AS s;

@@ -1,0 +1,272 @@
+-- The statements the store runs, by name (`history/store/queries.py` reads them). Parameters
+-- are named (`:thread`). `queries.postgresql.sql` holds PostgreSQL's text of the entries whose
+-- dialects differ; every other entry serves both. On SQLite a list parameter arrives as JSON,
+-- read with json_each; on PostgreSQL as an array.
+
+-- name: migration_table
+-- The applied migrations, made before any of them.
+CREATE TABLE IF NOT EXISTS migration (name TEXT PRIMARY KEY, applied TEXT NOT NULL);
+
+-- name: tables
+-- The database's tables: one of ours has `migration` among them, or nothing yet.
+SELECT name FROM sqlite_master WHERE type = 'table';
+
+-- name: migrations
+SELECT name FROM migration;
+
+-- name: migration
+SELECT 1 FROM migration WHERE name = :name;
+
+-- name: record_migration
+INSERT INTO migration (name, applied) VALUES (:name, :applied);
+
+-- name: search_language
+-- The language the search rows are stemmed in (none: they are to be made).
+SELECT language FROM search_language;
+
+-- name: clear_search
+DELETE FROM search;
+
+-- name: clear_search_language
+DELETE FROM search_language;
+
+-- name: record_search_language
+INSERT INTO search_language (language) VALUES (:language);
+
+-- name: indexed_threads
+-- Every thread with messages, for indexing the store again.
+SELECT DISTINCT thread FROM message;
+
+-- name: insert_search
+INSERT INTO search (thread, agent, line, level, idx, message, since, at, text, words, length)
+VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :text, :words, :length);
+
+-- name: insert_message
+-- Store a message with its thread's next seq, and its next idx when shared or its agent's next
+-- step index when a step: nothing back for a known id. Each max() is a subquery of its own, read
+-- from the end of an index on (thread, seq), (thread, idx) and (thread, author, sidx): one SELECT
+-- with several would walk the whole thread.
+INSERT INTO message (id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx, native)
+VALUES (
+    :id, :thread, coalesce((SELECT max(seq) FROM message WHERE thread = :thread), -1) + 1,
+    CASE WHEN :step THEN NULL
+         ELSE coalesce((SELECT max(idx) FROM message WHERE thread = :thread), -1) + 1 END,
+    :author, :to, :text, :at, :step, :files, :weight,
+    CASE WHEN :step THEN coalesce((SELECT max(sidx) FROM message
+                                   WHERE thread = :thread AND author = :author), -1) + 1 END,
+    :native
+)
+ON CONFLICT (id) DO NOTHING
+RETURNING seq, idx, sidx;
+
+-- name: insert_loaded_message
+-- A message loaded from elsewhere, in its place: its seq, index and weight.
+INSERT INTO message (id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx)
+VALUES (:id, :thread, :seq, :idx, :author, :to, :text, :at, :step, :files, :weight, :sidx);
+
+-- name: message
+-- A message by its id.
+SELECT id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx
+FROM message WHERE id = :id;
+
+-- name: any_message
+-- Whether a thread has messages (an outline row lost to a crash is made again).
+SELECT 1 FROM message WHERE thread = :thread LIMIT 1;
+
+-- name: outline
+-- A thread's outline with its tail (its messages from `tail_start` to `position`) as JSON: one
+-- statement, so one snapshot and one round trip. The tail is read from the (thread, seq) key.
+SELECT thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining,
+       position, version, floor, steps,
+       (SELECT coalesce(json_group_array(json_array(id, weight, at, step, seq)), '[]')
+        FROM message
+        WHERE message.thread = outline.thread AND seq >= tail_start AND seq <= position) AS tail
+FROM outline WHERE thread = :thread;
+
+-- name: lock_outline
+-- A load holds the outline row (PostgreSQL) until it commits: a commit in flight is waited for.
+SELECT 1 FROM outline WHERE thread = :thread;
+
+-- name: new_outline
+-- A thread's outline row, made with its first message.
+INSERT INTO outline (thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start,
+                     tokens, draining, position, version, floor, steps)
+VALUES (:thread, :epoch, :lines, :bytes, :boundary, :since, :cut_at, :gone, :tail_start,
+        :tokens, :draining, :position, :version, :floor, :steps)
+ON CONFLICT (thread) DO NOTHING;
+
+-- name: update_outline
+-- A commit: the outline moves on if it is still the version the batch started from (lines and
+-- steps are null when they did not change). On PostgreSQL the UPDATE locks the row, so a
+-- concurrent commit of the thread waits, then finds the version moved and matches nothing.
+UPDATE outline
+SET bytes = :bytes, boundary = :boundary, since = :since, cut_at = :cut_at, gone = :gone,
+    tail_start = :tail_start, tokens = :tokens, draining = :draining, position = :position,
+    floor = :floor, lines = coalesce(:lines, lines), steps = coalesce(:steps, steps),
+    version = version + 1
+WHERE thread = :thread AND epoch = :epoch AND version = :version;
+
+-- name: replace_outline
+-- A loaded outline in place of the stored one.
+UPDATE outline
+SET bytes = :bytes, boundary = :boundary, since = :since, cut_at = :cut_at, gone = :gone,
+    tail_start = :tail_start, tokens = :tokens, draining = :draining, position = :position,
+    floor = :floor, lines = :lines, steps = :steps, version = version + 1
+WHERE thread = :thread;
+
+-- name: pending
+-- The thread's messages after a seq, in order, a page at a time.
+SELECT id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx
+FROM message WHERE thread = :thread AND seq > :after ORDER BY seq LIMIT :limit;
+
+-- name: messages
+SELECT id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx
+FROM message WHERE thread = :thread AND seq >= :first AND seq <= :last ORDER BY seq;
+
+-- name: thread_messages
+SELECT id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx
+FROM message WHERE thread = :thread ORDER BY seq;
+
+-- name: natives
+-- The provider's forms of the thread's messages from the tail on (the view sends them); in seq
+-- order, so that PostgreSQL reads the range of (thread, seq), not the thread by (thread, idx).
+SELECT id, native FROM message
+WHERE thread = :thread AND seq > :after AND native IS NOT NULL ORDER BY seq;
+
+-- name: summary
+-- A node by its key (agent '': the shared tree).
+SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+WHERE thread = :thread AND agent = :agent AND level = :level AND idx = :index;
+
+-- name: nodes
+-- An outline's nodes: a JSON list of [level, idx] keys, each node looked up by its key.
+SELECT s.thread, s.level, s.idx, s.text, s.bytes, s.message, s.at, s.agent
+FROM json_each(:keys) AS k CROSS JOIN summary AS s
+ON s.thread = :thread AND s.agent = :agent AND s.level = json_extract(k.value, '$[0]')
+   AND s.idx = json_extract(k.value, '$[1]');
+
+-- name: summaries
+-- A thread's nodes by agent ('' first), level and index.
+SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+WHERE thread = :thread ORDER BY agent, level, idx;
+
+-- name: all_summaries
+SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+ORDER BY thread, agent, level, idx;
+
+-- name: insert_summary
+INSERT INTO summary (thread, level, idx, text, bytes, message, at, agent)
+VALUES (:thread, :level, :idx, :text, :bytes, :message, :at, :agent);
+
+-- name: first_at
+-- The `at` of shared messages by index: the first message of each line being indexed.
+SELECT idx, at FROM message
+WHERE thread = :thread AND NOT step AND idx IN (SELECT value FROM json_each(:indexes));
+
+-- name: next_call
+-- The thread's next call number, read from the end of the (thread, n) index.
+SELECT coalesce(max(n), -1) + 1 AS n FROM call WHERE thread = :thread;
+
+-- name: insert_call
+-- Record a call. A pin keeps its first answers, but a fallback (an ask that kept failing) gives
+-- way to the answers of the same request asked again, so a replay then gives the answered line.
+INSERT INTO call (thread, key, n, model, level, idx, prompts, answers, line, outcome,
+                  input_tokens, output_tokens, agent)
+VALUES (:thread, :key, :n, :model, :level, :idx, :prompts, :answers, :line, :outcome,
+        :input_tokens, :output_tokens, :agent)
+ON CONFLICT (thread, key) DO UPDATE SET
+    answers = excluded.answers, line = excluded.line, outcome = excluded.outcome,
+    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens
+WHERE call.outcome = 'fallback' AND excluded.outcome <> 'fallback';
+
+-- name: calls
+SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
+       output_tokens, agent
+FROM call WHERE thread = :thread ORDER BY n;
+
+-- name: all_calls
+SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
+       output_tokens, agent
+FROM call ORDER BY thread, n;
+
+-- name: erase_outline
+-- An erase deletes the outline first: on PostgreSQL its row lock waits for a commit in flight,
+-- and the later deletes (each a new snapshot) then see that commit's summaries and calls.
+DELETE FROM outline WHERE thread = :thread;
+
+-- name: erase_messages
+DELETE FROM message WHERE thread = :thread;
+
+-- name: erase_summaries
+DELETE FROM summary WHERE thread = :thread;
+
+-- name: erase_calls
+DELETE FROM call WHERE thread = :thread;
+
+-- name: erase_search
+DELETE FROM search WHERE thread = :thread;
+
+-- name: erase_about
+DELETE FROM thread WHERE thread = :thread;
+
+-- name: clear_lines
+-- A load replacing a thread's tree: its summaries and their search rows go.
+DELETE FROM search WHERE thread = :thread AND line;
+
+-- name: threads
+-- Every thread with stored messages, sorted.
+SELECT DISTINCT thread FROM message ORDER BY thread;
+
+-- name: behind
+-- Threads with stored messages not yet processed.
+SELECT DISTINCT m.thread FROM message m
+LEFT JOIN outline o ON o.thread = m.thread
+WHERE o.thread IS NULL OR m.seq > o.position ORDER BY m.thread;
+
+-- name: about
+SELECT thread, title, settings FROM thread WHERE thread = :thread;
+
+-- name: all_about
+SELECT thread, title, settings FROM thread ORDER BY thread;
+
+-- name: describe
+-- Give a thread its title, or record its settings: a null leaves the stored value as it is.
+INSERT INTO thread (thread, title, settings) VALUES (:thread, :title, :settings)
+ON CONFLICT (thread) DO UPDATE
+SET title = coalesce(excluded.title, thread.title),
+    settings = coalesce(excluded.settings, thread.settings);
+
+-- name: foreign_ids
+-- The given message ids that the store holds in another thread, with that thread.
+SELECT id, thread FROM message
+WHERE thread <> :thread AND id IN (SELECT value FROM json_each(:ids));
+
+-- name: search_postings
+-- Search: the postings of one agent's keyed terms (a JSON list), each a range of the primary
+-- key, with the length and `at` of their rows from `search_place` (a row of another thread whose
+-- key a term shares is not the thread's: left out).
+SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM json_each(:terms) AS k CROSS JOIN search_term AS t ON t.term = k.value
+CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent = :agent
+    AND s.line = t.line AND s.level = t.level AND s.idx = t.idx;
+
+-- name: search_places
+-- Search: the length and `at` of one agent's messages by index (a JSON list), from the
+-- `search_place` index alone: the neighbours that windows weigh.
+SELECT s.idx, s.length, s.at FROM json_each(:indexes) AS k
+CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent = :agent
+    AND s.line = 0 AND s.level = 0 AND s.idx = k.value;
+
+-- name: search_corpora
+-- Search: how many rows and terms the thread holds of one agent ('': the shared rows),
+-- messages and lines apart, in the index's order.
+SELECT line, count(*) AS count, sum(length) AS terms FROM search
+WHERE thread = :thread AND agent = :agent GROUP BY line;
+
+-- name: search_details
+-- Search: what the listed results show, by their keys (a JSON list of [agent, line, level, idx]).
+SELECT s.agent, s.line, s.level, s.idx, s.message, s.since, s.text
+FROM json_each(:keys) AS k CROSS JOIN search AS s
+ON s.thread = :thread AND s.agent = json_extract(k.value, '$[0]')
+   AND s.line = json_extract(k.value, '$[1]')
+   AND s.level = json_extract(k.value, '$[2]') AND s.idx = json_extract(k.value, '$[3]');

@@ -1,0 +1,408 @@
+"""The store, written once over a dialect (`sqlite.py`, `postgres.py`).
+
+Each method is a transaction body over the dialect's `Transaction`, run in one go: on SQLite in
+one hop to the connection's thread, on PostgreSQL on one pooled connection. The statements are
+`collections/queries.sql`'s, by name; rows are read by column name (`rows`).
+
+What several processes sharing a database need is the dialect's: a thread's `seq` is taken
+under the thread's lock (`Transaction.lock_thread`, which an erase and a load take too), a
+commit checks the outline's epoch and version (the UPDATE locks the row, so two commits of one
+thread are serialized and the second finds the version moved), and a claim keeps two processes
+from processing one thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+
+from .. import terms
+from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
+from ..errors import StoreError
+from . import ranking, records, rows
+from .adapter import Body, Database, Transaction
+from .queries import Dialect
+from .records import Loaded, ThreadRecords
+from .writes import apply, foreign, index_lines, index_thread, thread_records
+
+log = logging.getLogger(__name__)
+
+_ERASED = ("erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search")
+"""What an erase deletes and counts, the outline first (see `queries.sql`)."""
+
+
+class _Stale(Exception):
+    """The outline changed under a batch: roll back, and tell the caller to redo."""
+
+
+class SQLStore:
+    """The collections in a SQL database; `SQLiteStore` and `PostgresStore` pick the dialect."""
+
+    def __init__(self, database: Database, *, language: str | None = None) -> None:
+        """Args:
+        database: the dialect's connection.
+        language: the language search stems in (`history.terms`; `simple` stems nothing);
+            None for the one the database was indexed in (English for a new one). A read-only
+            store searches in the database's.
+        """
+        self._sql = database
+        self._language = None if language is None else terms.check_language(language)
+        self.language = language or terms.DEFAULT_LANGUAGE
+        self.url = database.url
+        self.shared = database.shared
+
+    async def open(self) -> None:
+        try:
+            if not await self._sql.connect(self._recognise):
+                found = await self._sql.run(lambda tx: tx.fetch("search_language"))
+                self.language = next((r["language"] for r in found), terms.DEFAULT_LANGUAGE)
+                return
+            await self._migrate()
+        except BaseException:
+            # A half-open store would keep its connections (and SQLite's thread) alive.
+            with anyio.CancelScope(shield=True):
+                await self.close()
+            raise
+
+    async def close(self) -> None:
+        await self._sql.close()
+
+    async def _recognise(self) -> set[str]:
+        """The applied migrations; StoreError if the database is not a store, or a newer one's."""
+
+        async def read(tx: Transaction) -> set[str]:
+            if not await self._tables(tx):
+                return set()
+            return {r["name"] for r in await tx.fetch("migrations")}
+
+        done = await self._sql.run(read)
+        unknown = done - {name for name, _ in rows.MIGRATIONS}
+        if unknown:
+            raise StoreError(f"{self.url!r} was written by a newer chat-outline: {sorted(unknown)}")
+        return done
+
+    async def _tables(self, tx: Transaction) -> set[str]:
+        """The database's tables; StoreError when they are another application's."""
+        tables = {r["name"] for r in await tx.fetch("tables")}
+        if tables and "migration" not in tables:
+            raise StoreError(
+                f"{self.url!r} is not a chat-outline database (tables: {sorted(tables)})"
+            )
+        return tables
+
+    async def _migrate(self) -> None:
+        """Apply the migrations not yet recorded, each in its own transaction, then index for
+        search if need be. Each step is checked and applied under the migrations' lock, so
+        processes opening one fresh database at once apply it once."""
+
+        async def start(tx: Transaction) -> None:
+            await tx.lock_migrations()
+            await self._tables(tx)
+            await tx.execute("migration_table")
+
+        await self._sql.run(start, mode="write")
+        done = await self._recognise()
+        for name, filename in rows.MIGRATIONS:
+            if name not in done:
+                await self._sql.run(_migration(name, filename, self._sql.dialect), mode="write")
+        await self._sql.run(self._index, mode="write")
+
+    async def _index(self, tx: Transaction) -> None:
+        """Index every thread for search again when the index is missing or in another
+        language (a store written by an older version, or opened with another language)."""
+        await tx.lock_migrations()
+        recorded = [r["language"] for r in await tx.fetch("search_language")]
+        self.language = self._language or next(iter(recorded), terms.DEFAULT_LANGUAGE)
+        if recorded == [self.language]:
+            return
+        log.info("indexing %r for search in %s", self.url, self.language)
+        await tx.execute("clear_search")
+        await tx.execute("clear_search_language")
+        for found in await tx.fetch("indexed_threads"):
+            await index_thread(tx, found["thread"], self.language)
+        await tx.execute("record_search_language", language=self.language)
+
+    async def add(
+        self, message: Message, weight: int, *, native: str | None = None
+    ) -> Stored | None:
+        language = self.language
+
+        async def insert(tx: Transaction) -> tuple[Stored | None, Stored | None]:
+            # Under the thread's lock, two processes storing its messages at once take its next
+            # seq in turn; a shared message is indexed for search in the same transaction.
+            await tx.lock_thread(message.thread)
+            placed = await tx.one("insert_message", **rows.message_params(message, weight, native))
+            if placed is None:
+                # ON CONFLICT waited for any other writer of the id: its row is committed now.
+                found = await tx.one("message", id=message.id)
+                if found is None:
+                    raise StoreError(f"message id {message.id!r} conflicted, then vanished")
+                return None, rows.stored_from_row(found)
+            stored = Stored(
+                message=message, seq=placed["seq"], index=placed["idx"], weight=weight,
+                step_index=placed["sidx"],
+            )  # fmt: skip
+            await tx.executemany("insert_search", rows.stored_search_rows([stored], language))
+            if stored.seq == 0:
+                await tx.execute("new_outline", **rows.new_outline_row(message.thread))
+            return stored, None
+
+        stored, known = await self._sql.run(insert, mode="write")
+        if known is not None:
+            rows.check_redelivery(message, known)
+        return stored
+
+    async def outline(self, thread: str) -> Outline | None:
+        read_only = self._sql.read_only
+
+        async def read(tx: Transaction) -> Outline | None:
+            row = await tx.one("outline", thread=thread)
+            if row is None:
+                if await tx.one("any_message", thread=thread) is None:
+                    return None
+                new = rows.new_outline_row(thread)
+                if read_only:  # a crash came between the two: it is made as it is read
+                    return rows.outline_from_row({**new, "tail": "[]"})
+                await tx.execute("new_outline", **new)
+                row = await tx.one("outline", thread=thread)
+                assert row is not None
+            return rows.outline_from_row(row)
+
+        return await self._sql.run(read)
+
+    async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
+        found = await self._sql.run(
+            lambda tx: tx.fetch("pending", thread=thread, after=after, limit=limit)
+        )
+        return [rows.stored_from_row(r) for r in found]
+
+    async def natives(self, thread: str, after: int) -> dict[str, str]:
+        found = await self._sql.run(lambda tx: tx.fetch("natives", thread=thread, after=after))
+        return {r["id"]: r["native"] for r in found}
+
+    async def message(self, id: str) -> Stored | None:
+        row = await self._sql.run(lambda tx: tx.one("message", id=id))
+        return None if row is None else rows.stored_from_row(row)
+
+    async def messages(self, thread: str, first: int, last: int) -> list[Stored]:
+        found = await self._sql.run(
+            lambda tx: tx.fetch("messages", thread=thread, first=first, last=last)
+        )
+        return [rows.stored_from_row(r) for r in found]
+
+    async def summary(
+        self, thread: str, level: int, index: int, *, agent: str = ""
+    ) -> Summary | None:
+        row = await self._sql.run(
+            lambda tx: tx.one("summary", thread=thread, agent=agent, level=level, index=index)
+        )
+        return None if row is None else rows.summary_from_row(row)
+
+    async def summaries(self, thread: str | None = None) -> list[Summary]:
+        found = await self._sql.run(
+            lambda tx: (
+                tx.fetch("all_summaries")
+                if thread is None
+                else tx.fetch("summaries", thread=thread)
+            )
+        )
+        return [rows.summary_from_row(r) for r in found]
+
+    async def commit(
+        self,
+        before: Outline,
+        after: Outline,
+        written: Sequence[Summary],
+        asks: Sequence[Ask],
+        model: str,
+        *,
+        lines_changed: bool,
+    ) -> bool:
+        update = {
+            **rows.outline_update(after, lines_changed=lines_changed),
+            "thread": before.thread, "epoch": before.epoch, "version": before.version,
+        }  # fmt: skip
+        if not written and not asks:
+            # Most messages only join the tail: one statement is its own transaction.
+            return await self._sql.run(lambda tx: tx.execute("update_outline", **update)) == 1
+        language = self.language
+
+        async def write(tx: Transaction) -> None:
+            if await tx.execute("update_outline", **update) != 1:
+                raise _Stale
+            await tx.executemany("insert_summary", [rows.summary_row(n) for n in written])
+            await index_lines(tx, before.thread, written, language)
+            if asks:
+                found = await tx.one("next_call", thread=before.thread)
+                first = 0 if found is None else found["n"]
+                await tx.executemany(
+                    "insert_call",
+                    [rows.call_row(ask, model, first + k) for k, ask in enumerate(asks)],
+                )
+
+        try:
+            await self._sql.run(write, mode="write")
+        except _Stale:
+            return False
+        return True
+
+    async def erase(self, thread: str) -> bool:
+        async def delete(tx: Transaction) -> int:
+            await tx.lock_thread(thread)
+            erased = 0
+            for name in _ERASED:
+                erased += await tx.execute(name, thread=thread)
+            await tx.execute("erase_about", thread=thread)
+            return erased
+
+        return await self._sql.run(delete, mode="write") > 0
+
+    async def threads(self) -> list[str]:
+        return [r["thread"] for r in await self._sql.run(lambda tx: tx.fetch("threads"))]
+
+    async def about(self, thread: str | None = None) -> list[About]:
+        found = await self._sql.run(
+            lambda tx: tx.fetch("all_about") if thread is None else tx.fetch("about", thread=thread)
+        )
+        return [rows.about_from_row(r) for r in found]
+
+    async def describe(
+        self, thread: str, *, title: str | None = None, settings: str | None = None
+    ) -> None:
+        await self._sql.run(
+            lambda tx: tx.execute("describe", thread=thread, title=title, settings=settings)
+        )
+
+    async def behind(self) -> list[str]:
+        return [r["thread"] for r in await self._sql.run(lambda tx: tx.fetch("behind"))]
+
+    async def calls(self, thread: str | None = None) -> list[Ask]:
+        found = await self._sql.run(
+            lambda tx: tx.fetch("all_calls") if thread is None else tx.fetch("calls", thread=thread)
+        )
+        return [rows.ask_from_row(r) for r in found]
+
+    async def nodes(
+        self, thread: str, keys: Sequence[tuple[int, int]], *, agent: str = ""
+    ) -> list[Summary]:
+        if not keys:
+            return []
+        found = await self._sql.run(
+            lambda tx: tx.fetch(
+                "nodes",
+                thread=thread,
+                agent=agent,
+                keys=[list(key) for key in keys],
+                levels=[level for level, _ in keys],
+                indexes=[index for _, index in keys],
+            )
+        )
+        by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
+        return [by_key[key] for key in keys if key in by_key]
+
+    async def search(
+        self, thread: str, query: str, limit: int, *, agent: str | None = None
+    ) -> list[Hit]:
+        language = self.language
+
+        async def read(tx: Transaction) -> list[Hit]:
+            await tx.few_rows()
+            reads = _SearchReads(tx=tx, thread=thread)
+            return await ranking.search(reads, thread, query, limit, language=language, agent=agent)
+
+        return await self._sql.run(read, mode="snapshot")
+
+    async def export_thread(self, thread: str) -> ThreadRecords | None:
+        return await self._sql.run(
+            lambda tx: thread_records(tx, thread, lock=False), mode="snapshot"
+        )
+
+    async def load_records(
+        self, batch: Sequence[ThreadRecords], *, replace: bool = False
+    ) -> Loaded:
+        records.check_batch(batch)
+        language = self.language
+
+        async def load(tx: Transaction) -> list[records.Plan]:
+            # In one order, so that two loads sharing threads cannot deadlock.
+            for thread in sorted(r.thread for r in batch):
+                await tx.lock_thread(thread)
+            plans = [
+                records.plan(
+                    await thread_records(tx, incoming.thread, lock=True),
+                    incoming,
+                    foreign=await foreign(tx, incoming),
+                    replace=replace,
+                )
+                for incoming in batch
+            ]  # every plan first: a contradiction is refused before anything is written
+            for plan in plans:
+                await apply(tx, plan, language)
+            return plans
+
+        plans = await self._sql.run(load, mode="write")
+        return Loaded(
+            threads=len(plans),
+            written=sum(p.written for p in plans),
+            skipped=sum(p.skipped for p in plans),
+        )
+
+    def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
+        return self._sql.claim(thread)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SearchReads:
+    """Search's reads (`ranking.Reads`) of one thread, in the caller's snapshot; their rows as
+    `ranking` takes them, in the order of its columns."""
+
+    tx: Transaction
+    thread: str
+
+    async def postings(self, agent: str, terms: Sequence[str]) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_postings", terms=list(terms), thread=self.thread, agent=agent
+        )
+        return _columns(found, "term", "line", "level", "idx", "n", "length", "at")
+
+    async def places(self, agent: str, indexes: Sequence[int]) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_places", indexes=list(indexes), thread=self.thread, agent=agent
+        )
+        return _columns(found, "idx", "length", "at")
+
+    async def corpora(self, agent: str) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch("search_corpora", thread=self.thread, agent=agent)
+        return _columns(found, "line", "count", "terms")
+
+    async def details(self, keys: Sequence[ranking.Key]) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_details", thread=self.thread, keys=[list(key) for key in keys],
+            key_agents=[k[0] for k in keys], key_lines=[k[1] for k in keys],
+            key_levels=[k[2] for k in keys], key_indexes=[k[3] for k in keys],
+        )  # fmt: skip
+        return _columns(found, "agent", "line", "level", "idx", "message", "since", "text")
+
+
+def _columns(found: Sequence[rows.Record], *columns: str) -> list[tuple[Any, ...]]:
+    return [tuple(row[column] for column in columns) for row in found]
+
+
+def _migration(name: str, filename: str, dialect: Dialect) -> Body[None]:
+    """The body applying one migration step, unless another process applied it meanwhile."""
+
+    async def step(tx: Transaction) -> None:
+        await tx.lock_migrations()
+        if await tx.one("migration", name=name) is not None:
+            return
+        for statement in rows.statements(filename, dialect=dialect):
+            await tx.script(statement)
+        await tx.execute("record_migration", name=name, applied=datetime.now(UTC).isoformat())
+
+    return step

@@ -1,0 +1,99 @@
+"""Transaction bodies that several store methods share: indexing for search, and a thread's
+records read for an export and written by a load.
+
+The pure part of a load, `records.plan`, decides; these read and write what it needs, over any
+dialect's `Transaction`. A load holds each thread's lock (the one `add` and `erase` take) and its
+outline row (the one a commit updates), so nothing of the thread changes between what is planned
+and what is written. Loaded shared messages and summaries are indexed for search here, as `add`
+and a commit index the ones they write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..contract import Summary
+from . import records, rows
+from .adapter import Transaction
+from .records import ThreadRecords
+
+
+async def index_lines(
+    tx: Transaction, thread: str, nodes: Sequence[Summary], language: str
+) -> None:
+    """Index lines for search, with the days from their first message's to their own."""
+    if not nodes:
+        return
+    found = await tx.fetch("first_at", thread=thread, indexes=rows.first_indexes(nodes))
+    firsts = {r["idx"]: r["at"] for r in found}
+    await tx.executemany("insert_search", rows.line_search_rows(nodes, firsts, language))
+
+
+async def index_thread(tx: Transaction, thread: str, language: str) -> None:
+    """Index a thread's messages and lines for search (the index being made again)."""
+    messages = await tx.fetch("thread_messages", thread=thread)
+    nodes = await tx.fetch("summaries", thread=thread)
+    found = rows.thread_search_rows(
+        [rows.stored_from_row(r) for r in messages],
+        [rows.summary_from_row(r) for r in nodes],
+        language,
+    )
+    await tx.executemany("insert_search", found)
+
+
+async def thread_records(tx: Transaction, thread: str, *, lock: bool) -> ThreadRecords | None:
+    """Everything stored for the thread; None when nothing is.
+
+    Args:
+        lock: hold the outline row until the transaction ends (a load). It is locked first, so
+            a commit in flight is waited for and every later read sees what it wrote.
+    """
+    if lock:
+        await tx.fetch("lock_outline", thread=thread)
+    messages = await tx.fetch("thread_messages", thread=thread)
+    nodes = await tx.fetch("summaries", thread=thread)
+    calls = await tx.fetch("calls", thread=thread)
+    row = await tx.one("outline", thread=thread)
+    if row is None and not (messages or nodes or calls):
+        return None
+    about = await tx.one("about", thread=thread)
+    return ThreadRecords(
+        thread=thread,
+        messages=tuple(rows.stored_from_row(r) for r in messages),
+        summaries=tuple(rows.summary_from_row(r) for r in nodes),
+        outline=None if row is None else rows.outline_from_row(row),
+        calls=tuple(records.call_from_row(r) for r in calls),
+        about=None if about is None else rows.about_from_row(about),
+    )
+
+
+async def foreign(tx: Transaction, incoming: ThreadRecords) -> dict[str, str]:
+    """The incoming message ids that the store holds in another thread, with that thread."""
+    ids = [s.message.id for s in incoming.messages]
+    if not ids:
+        return {}
+    found = await tx.fetch("foreign_ids", thread=incoming.thread, ids=ids)
+    return {r["id"]: r["thread"] for r in found}
+
+
+async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
+    """Write what the plan says, in the caller's transaction."""
+    if plan.about is not None:
+        about = plan.about
+        await tx.execute("describe", thread=plan.thread, title=about.title, settings=about.settings)
+    if plan.clear:
+        await tx.execute("erase_summaries", thread=plan.thread)
+        await tx.execute("clear_lines", thread=plan.thread)
+    await tx.executemany(
+        "insert_loaded_message", [rows.loaded_message_row(s) for s in plan.messages]
+    )
+    await tx.executemany("insert_search", rows.stored_search_rows(plan.messages, language))
+    await tx.executemany("insert_summary", [rows.summary_row(node) for node in plan.summaries])
+    await index_lines(tx, plan.thread, plan.summaries, language)
+    await tx.executemany("insert_call", [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
+    if plan.write == "create":
+        row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)
+        await tx.execute("new_outline", **row)
+    elif plan.write == "update":
+        assert plan.outline is not None
+        await tx.execute("replace_outline", **rows.outline_row(plan.outline))
