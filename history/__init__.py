@@ -29,7 +29,8 @@ __version__ = "0.1.0"
 if typing.TYPE_CHECKING:
     from .agent.capability import ThreadHistory
     from .agent.lookup import Zoom, search, zoom
-    from .agent.prompt import Rendered, prompt_text, render_view, view
+    from .agent.prompt import prompt_text, view
+    from .agent.rendering import Rendered, render_view
     from .pins import Replay
     from .plugin import History
     from .rebuild import rebuild
@@ -38,13 +39,13 @@ if typing.TYPE_CHECKING:
 # loop (the plugin), so they are imported when first used: the command line starts without.
 _LAZY = {
     "History": "plugin",
-    "Rendered": "agent.prompt",
+    "Rendered": "agent.rendering",
     "Replay": "pins",
     "ThreadHistory": "agent.capability",
     "Zoom": "agent.lookup",
     "prompt_text": "agent.prompt",
     "rebuild": "rebuild",
-    "render_view": "agent.prompt",
+    "render_view": "agent.rendering",
     "search": "agent.lookup",
     "view": "agent.prompt",
     "zoom": "agent.lookup",

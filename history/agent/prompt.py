@@ -11,9 +11,7 @@ with the bytes of the one before (`prompt_text`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import (
     CachePoint,
@@ -31,34 +29,16 @@ from pydantic_ai.messages import (
 )
 
 from ..errors import ConfigurationError
-from ..lines import size
 from ..plugin import History
-from ..processors.weight import tokens
 from ._outline import outline_parts
 from ._tail import Run, merged, read_natives, read_tail, tail_after, tail_messages, unpaired
 from .lookup import PAGE, recall_block
 from .steps import decode, paired_calls
 
-if TYPE_CHECKING:
-    from .providers import Sent
-
-__all__ = ("BLOCK_LINES", "Rendered", "Run", "build", "prompt_text", "render_view", "view")
+__all__ = ("BLOCK_LINES", "Run", "build", "prompt_text", "view")
 
 BLOCK_LINES = 32
 """Outline lines per block: the unit a provider's prompt cache matches."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Rendered:
-    """A view as plain text: what the `prompt` command shows and the benchmarks measure."""
-
-    text: str
-    tokens: int
-    """Its tokens, with the thread's tokenizer."""
-    bytes: int
-    """Its size in UTF-8 bytes."""
-    request: Sent | None = None
-    """The request a named provider would receive (`render_view`'s `model`)."""
 
 
 async def view(
@@ -89,37 +69,6 @@ async def view(
     return await build(
         history, thread, agent=agent, block_lines=block_lines, since=since,
         cache_point=cache_point, page=page, recall=recall,
-    )  # fmt: skip
-
-
-async def render_view(
-    history: History,
-    thread: str,
-    *,
-    agent: str | None = None,
-    block_lines: int = BLOCK_LINES,
-    since: datetime | None = None,
-    model: str | None = None,
-) -> Rendered:
-    """The view as plain text, with its tokens and bytes.
-
-    With `model` (`"openai:gpt-5.6"`, `"anthropic:claude-sonnet-4-5"`, `"openai-chat:..."`), also
-    the request that model's provider would receive from the agent at its next turn, sized, as
-    `history.agent.providers.provider_request` records it offline (the whole view: `since` narrows
-    the text only).
-    """
-    messages = await view(history, thread, agent=agent, block_lines=block_lines, since=since)
-    text = prompt_text(messages)
-    request = None
-    if model is not None:
-        from .providers import provider_request  # it runs an agent, which reads this module
-
-        request = await provider_request(
-            history, thread, model, agent=agent or "assistant", block_lines=block_lines
-        )
-    return Rendered(
-        text=text, tokens=tokens(text, history.settings.encoding), bytes=size(text),
-        request=request,
     )  # fmt: skip
 
 

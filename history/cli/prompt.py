@@ -162,7 +162,7 @@ async def print_prompt(
 
     With `model`, the request body that model's provider would receive instead, and its figures.
     """
-    from ..agent.prompt import render_view
+    from ..agent.rendering import render_view
 
     result = await render_view(history, thread, agent=agent, model=model)
     request = result.request
