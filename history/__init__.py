@@ -1,7 +1,5 @@
 """chat-outline: a token-weighted tail, a binary summary tree and a bounded outline per thread."""
 
-import sys
-import types
 import typing
 
 from .asking import Counters
@@ -31,9 +29,10 @@ if typing.TYPE_CHECKING:
     from .agent.lookup import Zoom, search, zoom
     from .agent.prompt import prompt_text, view
     from .agent.rendering import Rendered, render_view
+    from .carry import export, load
     from .pins import Replay
     from .plugin import History
-    from .rebuild import rebuild
+    from .rebuilding import rebuild
 
 # These pull in pydantic-ai (the view, the agent, a rebuild) or the tokenizer and the event
 # loop (the plugin), so they are imported when first used: the command line starts without.
@@ -43,8 +42,10 @@ _LAZY = {
     "Replay": "pins",
     "ThreadHistory": "agent.capability",
     "Zoom": "agent.lookup",
+    "export": "carry",
+    "load": "carry",
     "prompt_text": "agent.prompt",
-    "rebuild": "rebuild",
+    "rebuild": "rebuilding",
     "render_view": "agent.rendering",
     "search": "agent.lookup",
     "view": "agent.prompt",
@@ -64,18 +65,6 @@ def __getattr__(name: str) -> typing.Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
-
-
-class _Package(types.ModuleType):
-    """Importing a submodule binds it on its package: `history.rebuild` stays the function,
-    whatever was imported first."""
-
-    def __setattr__(self, name: str, value: typing.Any) -> None:
-        if not (name in _LAZY and isinstance(value, types.ModuleType)):
-            super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 __all__ = (
@@ -112,6 +101,8 @@ __all__ = (
     "UnpinnedError",
     "Usage",
     "Zoom",
+    "export",
+    "load",
     "open_store",
     "prompt_text",
     "rebuild",

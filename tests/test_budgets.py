@@ -11,7 +11,7 @@ import pytest
 from history import History, HistorySettings
 from history.cli import main
 from history.errors import ConfigurationError
-from history.rebuild import rebuild
+from history.rebuilding import rebuild
 from history.settings import recorded
 from history.store import open_store
 

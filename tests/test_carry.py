@@ -15,7 +15,7 @@ import pytest
 
 from history import ConflictError, HistorySettings, InputError, NotFoundError
 from history.carry import export, load, read_records
-from history.rebuild import rebuild
+from history.rebuilding import rebuild
 from history.store import Store, open_store
 
 from .chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch

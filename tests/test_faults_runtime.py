@@ -45,7 +45,7 @@ from history import (
     view,
 )
 from history.cli import main
-from history.rebuild import rebuild
+from history.rebuilding import rebuild
 from history.store import Store, open_store
 from history.store.records import ThreadRecords
 from history.worker import serve

@@ -12,7 +12,7 @@ from pydantic_ai.usage import RequestUsage
 from history import ConfigurationError, History, HistorySettings, ThreadUsage
 from history.contract import Ask
 from history.metering import usage
-from history.rebuild import rebuild
+from history.rebuilding import rebuild
 from history.store.sqlite import SQLiteStore
 
 from .chats import SMALL, Fickle, ingest, long_chat

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from history import HistorySettings, NotFoundError, Summarizer, UnpinnedError
-from history.rebuild import rebuild
+from history.rebuilding import rebuild
 from history.store import Store, open_store
 
 from .chats import SMALL, Fickle, ingest, long_chat, trace

@@ -13,7 +13,7 @@ import pytest
 from history import History, HistorySettings, InputError, Message
 from history.carry import export, read_records
 from history.lines import line_of, node_id
-from history.rebuild import rebuild
+from history.rebuilding import rebuild
 from history.store import open_store
 from history.store import rows as store_rows
 

@@ -191,7 +191,7 @@ async def write_files(
 
 async def _rebuild_changed(plan: Plan, db: str) -> None:
     """Rebuild the threads whose recorded settings the options given change, as told to."""
-    from ..rebuild import rebuild
+    from ..rebuilding import rebuild
     from ..settings import listed
 
     async with opened(db) as store:

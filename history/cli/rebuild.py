@@ -59,7 +59,7 @@ def _run(args: argparse.Namespace) -> int:
 
 async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
     """With the settings the thread was built with, but those the options give."""
-    from ..rebuild import rebuild
+    from ..rebuilding import rebuild
     from ..settings import built_with, differences, listed
     from .report import resolve
 
