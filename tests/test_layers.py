@@ -118,6 +118,40 @@ def test_no_module_imports_in_a_circle() -> None:
             visit(name)
 
 
+FLOORS = (
+    ("data", ("history.contract", "history.processing", "history.settings", "history.lines",
+              "history.errors", "history.terms", "history.limits")),
+    ("processors", ("history.processors",)),
+    ("store", ("history.store",)),
+    ("plugin", ("history.summarizer", "history.asking", "history.plugin", "history.lane",
+                "history.batch", "history.pins", "history.rebuilding", "history.carry",
+                "history._carry_lines", "history.metering", "history.worker")),
+    ("agent", ("history.agent",)),
+    ("ingest", ("history.ingest",)),
+    ("command", ("history.cli", "history.trace")),
+)  # fmt: skip
+"""The floors, lowest first. Reading files sits above the agent's package for its tool steps'
+form (`history.agent.steps`); the trace is `simulate`'s engine: it reads a file and runs the
+plugin."""
+
+
+def floor(name: str) -> int:
+    for level, (_, prefixes) in enumerate(FLOORS):
+        if any(name == p or name.startswith(f"{p}.") for p in prefixes):
+            return level
+    raise AssertionError(f"{name} is on no floor: place it in FLOORS and docs/ARCHITECTURE.md")
+
+
+def test_a_lower_floor_never_imports_a_higher_one() -> None:
+    for name, path in MODULES.items():
+        if name == "history":  # the public API re-exports every floor
+            continue
+        above = {
+            m for m in inside(imports(name, path)) if m != "history" and floor(m) > floor(name)
+        }
+        assert not above, f"{name} ({FLOORS[floor(name)][0]}) imports {sorted(above)}"
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_a_module_holds_one_thing(name: str) -> None:
     lines = len(MODULES[name].read_text().splitlines())
