@@ -7,8 +7,9 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
+from ._checks import optional_text, required_text, text, wrong
 from .errors import InputError
 
 FileKind = Literal["image", "text", "pdf", "other"]
@@ -30,11 +31,11 @@ class File:
     Kept with the message only: a line and a weight never use it."""
 
     def __post_init__(self) -> None:
-        _text("files.name", self.name)
+        text("files.name", self.name)
         if self.mime is not None:
-            _text("files.mime", self.mime)
+            text("files.mime", self.mime)
         if self.url is not None:
-            _text("files.url", self.url)
+            text("files.url", self.url)
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
             raise InputError(
                 f"files.size must be a whole number >= 0, got {self.size!r}", field="files.size"
@@ -66,10 +67,10 @@ class File:
             raise InputError(f"a file must be an object, got {value!r}", field="files")
         name = value.get("name")
         return cls(
-            name=name if isinstance(name, str) else _wrong("files.name", name, "a string"),
-            mime=_optional_text("files.mime", value.get("mime")),
+            name=name if isinstance(name, str) else wrong("files.name", name, "a string"),
+            mime=optional_text("files.mime", value.get("mime")),
             size=value.get("size", 0),
-            url=_optional_text("files.url", value.get("url")),
+            url=optional_text("files.url", value.get("url")),
         )
 
 
@@ -96,11 +97,11 @@ class Message:
 
     def __post_init__(self) -> None:
         for name in ("id", "thread"):
-            if not _text(name, getattr(self, name)):
+            if not text(name, getattr(self, name)):
                 raise InputError(f"{name} must not be empty", field=name)
-        _text("author", self.author)
-        _text("to", self.to)
-        _text("text", self.text)
+        text("author", self.author)
+        text("to", self.to)
+        text("text", self.text)
         if not isinstance(self.at, datetime) or self.at.utcoffset() is None:
             raise InputError(f"at must be a timezone-aware datetime, got {self.at!r}", field="at")
         parse_at(self.at)
@@ -124,14 +125,14 @@ class Message:
             raise InputError(f"a message must be a JSON object, got {value!r}")
         files = value.get("files")
         if files is not None and not isinstance(files, list):
-            _wrong("files", files, "a list")
+            wrong("files", files, "a list")
         step = value.get("step")
         return cls(
-            id=_required_text(value, "id"),
-            thread=_required_text(value, "thread"),
-            author=_required_text(value, "author"),
-            text=_required_text(value, "text"),
-            to=_optional_text("to", value.get("to")) or "",
+            id=required_text(value, "id"),
+            thread=required_text(value, "thread"),
+            author=required_text(value, "author"),
+            text=required_text(value, "text"),
+            to=optional_text("to", value.get("to")) or "",
             at=parse_at(value.get("at")),
             step=False if step is None else step,
             files=tuple(File.from_json(f) for f in files or ()),
@@ -203,39 +204,6 @@ def parse_at(value: object) -> datetime:
 def format_at(at: datetime) -> str:
     """The stored and printed form: ISO 8601 in UTC, microseconds only when not zero."""
     return at.astimezone(UTC).isoformat()
-
-
-def _text(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        _wrong(name, value, "a string")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError(
-            f"{name} is not valid UTF-8 (a lone surrogate?): {value!r}", field=name
-        ) from None
-    if "\x00" in value:
-        # PostgreSQL text cannot hold NUL: refused on every store, so stores carry the same.
-        raise InputError(
-            f"{name} holds a NUL character (at {value.index(chr(0))}), which not every store "
-            "can hold",
-            field=name,
-        )
-    return value
-
-
-def _required_text(value: Mapping[str, object], name: str) -> str:
-    if name not in value:
-        raise InputError(f"{name} is missing", field=name)
-    return _text(name, value[name])
-
-
-def _optional_text(name: str, value: object) -> str | None:
-    return None if value is None else _text(name, value)
-
-
-def _wrong(name: str, value: object, expected: str) -> NoReturn:
-    raise InputError(f"{name} must be {expected}, got {value!r}", field=name)
 
 
 @dataclass(kw_only=True)
@@ -413,3 +381,15 @@ class Ask:
     """`fit`: an answer fitted; `cut`: no try fitted; `fallback`: the ask kept failing."""
     agent: str = ""
     """The agent whose step tree the node is in; `""` for the shared tree."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadDeleted:
+    """A `thread.deleted` event (SPEC section 8): everything the thread held is erased."""
+
+    thread: str
+    """The thread erased; its id may be used again from here on, for a new conversation."""
+
+
+Event = Message | ThreadDeleted
+"""A line of a JSONL history (the trace's events): a message, or a thread's erasure."""

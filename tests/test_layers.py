@@ -119,8 +119,8 @@ def test_no_module_imports_in_a_circle() -> None:
 
 
 FLOORS = (
-    ("data", ("history.contract", "history.processing", "history.settings", "history.lines",
-              "history.errors", "history.terms", "history.limits")),
+    ("data", ("history.contract", "history._checks", "history.processing", "history.settings",
+              "history.lines", "history.errors", "history.terms", "history.limits")),
     ("processors", ("history.processors",)),
     ("store", ("history.store",)),
     ("plugin", ("history.summarizer", "history.asking", "history.plugin", "history.lane",

@@ -30,6 +30,7 @@ dispatched by `_read`.
 
 from __future__ import annotations
 
+from ..contract import Event, ThreadDeleted
 from ._jsonl import parse_line
 from ._read import detect, read, shared_threads
 from ._records import (
@@ -38,12 +39,10 @@ from ._records import (
     ONE_THREAD,
     SYNTHETIC_START,
     USER,
-    Event,
     Format,
     Parsed,
     Problem,
     Record,
-    ThreadDeleted,
 )
 
 __all__ = (

@@ -5,10 +5,10 @@ The simulate command reads the same lines, so both take them through `parse_line
 
 from __future__ import annotations
 
-from ..contract import Message
+from ..contract import Event, Message, ThreadDeleted
 from ..errors import InputError
 from ..limits import loads
-from ._records import Event, Reader, ThreadDeleted
+from ._records import Reader
 
 
 def parse_line(raw: bytes) -> Event:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal, get_args
 
-from ..contract import File, Message
+from ..contract import Event, File, Message
 from ..errors import InputError
 
 Format = Literal["jsonl", "chatgpt", "pydantic-ai", "chat"]
@@ -28,18 +28,6 @@ SKIPPED_ROLES = ("system", "developer")
 """Instructions to a model, not part of the conversation people see."""
 USER, ASSISTANT = "user", "assistant"
 """The authors of other apps' messages, as the pydantic-ai hook names them."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ThreadDeleted:
-    """A `thread.deleted` event (SPEC section 8): everything the thread held is erased."""
-
-    thread: str
-    """The thread erased; its id may be used again from here on, for a new conversation."""
-
-
-Event = Message | ThreadDeleted
-"""A line of a JSONL history: a message, or a thread's erasure."""
 
 
 @dataclass(frozen=True, kw_only=True)
