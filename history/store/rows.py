@@ -248,21 +248,20 @@ def outline_from_row(row: Record) -> Outline:
 
 
 def outline_update(after: Outline, *, lines_changed: bool) -> Params:
-    """The parameters of a commit's `update_outline` (lines and steps null when unchanged)."""
-    values = _outline_values(after)
-    if not lines_changed:
-        values.update(lines=None, steps=None)
-    return values
+    """The parameters of a commit's `update_outline`: lines and steps null when unchanged, and
+    then not serialized (most commits only move the tail)."""
+    return _outline_values(after, lines=lines_changed)
 
 
-def _outline_values(o: Outline) -> Params:
-    """What a commit or a load writes of an outline."""
+def _outline_values(o: Outline, *, lines: bool = True) -> Params:
+    """What a commit or a load writes of an outline (with `lines`, its lines and steps)."""
     return {
         "bytes": o.bytes, "boundary": o.boundary, "since": when(o.since),
         "cut_at": when(o.cut_at), "gone": when(o.gone),
         "tail_start": o.tail[0].seq if o.tail else o.position + 1, "tokens": o.tokens,
         "draining": o.draining, "position": o.position, "floor": o.floor,
-        "lines": lines_json(o.lines), "steps": steps_json(o.steps),
+        "lines": lines_json(o.lines) if lines else None,
+        "steps": steps_json(o.steps) if lines else None,
     }  # fmt: skip
 
 
