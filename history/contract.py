@@ -267,6 +267,11 @@ class Outline:
         )
 
     @property
+    def tail_start(self) -> int:
+        """The seq of the tail's first message; with an empty tail, the next message's."""
+        return self.tail[0].seq if self.tail else self.position + 1
+
+    @property
     def outlined(self) -> bool:
         """Cut at least once: from then on its agents are sent the outline."""
         return self.cut_at is not None

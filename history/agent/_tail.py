@@ -71,7 +71,7 @@ async def read_natives(
 
 def tail_after(outline: Outline) -> int:
     """The seq right before the tail's first message."""
-    return (outline.tail[0].seq if outline.tail else outline.position + 1) - 1
+    return outline.tail_start - 1
 
 
 async def read_tail(history: History, outline: Outline) -> list[Stored]:

@@ -194,7 +194,7 @@ async def _find(history: History, thread: str, index: int, agent: str) -> Stored
     left = outline.boundary if not agent else steps.boundary if steps is not None else 0
     if index < left:
         return None
-    after = (outline.tail[0].seq if outline.tail else outline.position + 1) - 1
+    after = outline.tail_start - 1
     while batch := await history.store.pending(thread, after, BATCH):
         for stored in batch:
             m = stored.message

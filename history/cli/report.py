@@ -129,8 +129,7 @@ def matches(figures: Figures, text: str) -> bool:
 
 async def sent_whole(store: Store, outline: Outline) -> tuple[Stored, ...]:
     """The messages an agent is sent whole: the tail, then any pending message."""
-    first = outline.tail[0].seq if outline.tail else outline.position + 1
-    whole = await store.messages(outline.thread, first, outline.position)
+    whole = await store.messages(outline.thread, outline.tail_start, outline.position)
     whole += await store.pending(outline.thread, outline.position, EVERYTHING)
     return tuple(whole)
 

@@ -163,7 +163,7 @@ def _check_outline(
         covered += 2**level
     _equal(what, "bytes", outline.bytes, sum(entry[2] + 1 for entry in outline.lines))
     tail = list(outline.tail)
-    start = tail[0].seq if tail else outline.position + 1
+    start = outline.tail_start
     if not tail and outline.position >= 0:
         raise InputError(f"{what} has an empty tail at position {outline.position}", field="tail")
     for seq, item in enumerate(tail, start=start):
@@ -195,8 +195,7 @@ def _check_outline(
 def _check_steps(
     outline: Outline, messages: Sequence[Stored], nodes: dict[tuple[str, int, int], Summary]
 ) -> None:
-    tail = list(outline.tail)
-    start = tail[0].seq if tail else outline.position + 1
+    start = outline.tail_start
     for agent, steps in outline.steps.items():
         what = f"the step outline of {agent!r} in thread {outline.thread!r}"
         left = sum(s.message.step and s.message.author == agent for s in messages[:start])

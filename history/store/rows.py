@@ -258,7 +258,7 @@ def _outline_values(o: Outline, *, lines: bool = True) -> Params:
     return {
         "bytes": o.bytes, "boundary": o.boundary, "since": when(o.since),
         "cut_at": when(o.cut_at), "gone": when(o.gone),
-        "tail_start": o.tail[0].seq if o.tail else o.position + 1, "tokens": o.tokens,
+        "tail_start": o.tail_start, "tokens": o.tokens,
         "draining": o.draining, "position": o.position, "floor": o.floor,
         "lines": lines_json(o.lines) if lines else None,
         "steps": steps_json(o.steps) if lines else None,
