@@ -123,8 +123,8 @@ async def write_files(
     then rebuild the threads the plan names (their settings changed by the options given)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..ingest.writing import conflicts, name_threads, store_all, strays
     from ..plugin import History
+    from .storing import conflicts, name_threads, store_all, strays
 
     console = err()
     bars = Progress(

@@ -1,7 +1,7 @@
 """Writing what was read: checked against the store, then handed to the plugin in file order.
 
-Imported only by the `ingest` command (and the demo), which opens the plugin; the types it takes
-are imported for the type checker alone, so reading files never loads the plugin or the store.
+The `ingest` command's (and the demo's) part that writes: the reading itself is
+`history.ingest`'s, which never loads the plugin or the store.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..contract import Message
-from ._records import Parsed, Problem
+from ..ingest import Parsed, Problem
 
 if TYPE_CHECKING:
     from ..plugin import History
