@@ -25,6 +25,7 @@ from .contract import (
     Entry,
     File,
     Message,
+    Outcome,
     Outline,
     StepOutline,
     Stored,
@@ -137,7 +138,7 @@ class CallLine(_Line):
     prompts: list[str]
     answers: list[str]
     line: str
-    outcome: Literal["fit", "cut", "fallback"]
+    outcome: Outcome
     input_tokens: Count
     output_tokens: Count
 
