@@ -127,6 +127,13 @@ FROM message WHERE thread = :thread AND seq >= :first AND seq <= :last ORDER BY 
 SELECT id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx
 FROM message WHERE thread = :thread ORDER BY seq;
 
+-- name: processed_messages
+-- A thread's messages that its outline has processed, in seq order: those search indexes.
+SELECT m.id, m.thread, m.seq, m.idx, m.author, m."to", m.text, m.at, m.step, m.files, m.weight,
+       m.sidx
+FROM message AS m JOIN outline AS o ON o.thread = m.thread
+WHERE m.thread = :thread AND m.seq <= o.position ORDER BY m.seq;
+
 -- name: natives
 -- The provider's forms of the thread's messages from the tail on (the view sends them); in seq
 -- order, so that PostgreSQL reads the range of (thread, seq), not the thread by (thread, idx).

@@ -9,7 +9,7 @@ batches, under the thread's claim, and tells the listeners what each commit aske
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
 
@@ -40,6 +40,7 @@ async def process_one(
     settings: HistorySettings,
     model_key: str,
     defer: bool = False,
+    waiting: Sequence[Stored] = (),
 ) -> tuple[Outline, list[Ask]] | None:
     """SPEC 5.2: one message's lines first (the model calls, no transaction open), then one
     commit checked against the outline's version. None when the outline changed under it
@@ -47,7 +48,9 @@ async def process_one(
 
     With `defer`, a message that only joined the tail is not committed: the outline it leaves
     (its version unchanged) is committed whole with a later message's, so a run of such
-    messages costs one write, and each message's processing is still all or nothing.
+    messages costs one write, and each message's processing is still all or nothing. `waiting`
+    are the messages processed since `state` was committed, which this commit also indexes for
+    search.
     """
     work = state.copy()
     asks: list[Ask] = []
@@ -65,8 +68,9 @@ async def process_one(
     if defer and not (lines_changed or nodes.written or asks):
         return work, asks
     if not await store.commit(
-        state, work, nodes.written, asks, model_key, lines_changed=lines_changed
-    ):
+        state, work, nodes.written, asks, model_key, lines_changed=lines_changed,
+        processed=[*waiting, stored],
+    ):  # fmt: skip
         return None
     work.version = state.version + 1
     nodes.settle()
@@ -153,22 +157,24 @@ class Runner:
             if state.position < 0:  # its first processing: the settings it is built with
                 await self.store.describe(thread, settings=recorded(self.settings))
             recent = lane.recent
-            unsaved = False
+            waiting: list[Stored] = []  # processed, and not yet committed
             for k, stored in enumerate(batch):
                 recent[stored.message.id] = stored
                 try:
                     # Only the batch's last message must commit: those before it that only
                     # join the tail are committed with a later one.
-                    done = await self._process(lane, state, stored, defer=k + 1 < len(batch))
+                    done = await self._process(
+                        lane, state, stored, defer=k + 1 < len(batch), waiting=waiting
+                    )
                 except _Stale:
                     lane.forget(answers=False)
                     break
                 except BaseException:
-                    if unsaved:  # cancelled or failed: what waited for this commit is kept
+                    if waiting:  # cancelled or failed: what waited for this commit is kept
                         with anyio.CancelScope(shield=True):
-                            await self._save(lane, state)
+                            await self._save(lane, state, waiting)
                     raise
-                unsaved = done.version == state.version
+                waiting = [*waiting, stored] if done.version == state.version else []
                 state = lane.outline = done
                 if len(recent) > len(state.tail):
                     whole = {item.id for item in state.tail}
@@ -177,12 +183,12 @@ class Runner:
                 if self.store.shared and (handed or len(batch) < BATCH):
                     return  # `catch_up` looks for more once it has let the claim go
 
-    async def _save(self, lane: Lane, state: Outline) -> None:
+    async def _save(self, lane: Lane, state: Outline, waiting: Sequence[Stored]) -> None:
         """Commit the messages that joined the tail waiting for a later message's commit, when
         that message failed; if this fails too, they are processed again from the store."""
         try:
             saved = await self.store.commit(
-                state, state, [], [], self.model_key, lines_changed=False
+                state, state, [], [], self.model_key, lines_changed=False, processed=waiting
             )
         except StoreError:
             saved = False
@@ -191,9 +197,11 @@ class Runner:
         else:
             lane.forget(answers=False)
 
-    async def _process(self, lane: Lane, state: Outline, stored: Stored, *, defer: bool) -> Outline:
+    async def _process(
+        self, lane: Lane, state: Outline, stored: Stored, *, defer: bool, waiting: list[Stored]
+    ) -> Outline:
         """Process one message with what the lane keeps in memory; with `defer`, a message that
-        only joins the tail is left for a later commit."""
+        only joins the tail is left for a later commit (with those `waiting` already)."""
         thread, store = lane.thread, self.store
         nodes = Nodes(
             thread,
@@ -209,7 +217,7 @@ class Runner:
 
         done = await process_one(
             store, state, stored, nodes=nodes, read=read, ask=self._asker.asking(lane.memory),
-            settings=self.settings, model_key=self.model_key, defer=defer,
+            settings=self.settings, model_key=self.model_key, defer=defer, waiting=waiting,
         )  # fmt: skip
         if done is None:
             raise _Stale

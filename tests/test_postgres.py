@@ -18,6 +18,7 @@ from history.trace import simulate, snapshot
 
 from .conftest import message
 from .stores import postgres_schema, postgres_server, postgres_sql
+from .test_store import processed
 from .workers import SETTINGS
 
 pytestmark = pytest.mark.anyio
@@ -141,7 +142,7 @@ async def test_the_search_index_is_written_through_so_a_search_reads_no_pending_
     await store.open()
     try:
         for k in range(3):
-            await store.add(message(k, f"the venue {k}"), 5)
+            await processed(store, message(k, f"the venue {k}"))
         hits = await store.search("t", "venue", 10)
     finally:
         await store.close()

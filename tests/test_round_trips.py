@@ -74,13 +74,14 @@ class Counting(SQLiteStore):
         model: str,
         *,
         lines_changed: bool,
+        processed: Sequence[Stored],
     ) -> bool:
         if self.fail_lines and written:
             raise StoreError("the disk is full")
         self.commits.append(after.position)
         self.committed.set()
         return await super().commit(
-            before, after, written, asks, model, lines_changed=lines_changed
+            before, after, written, asks, model, lines_changed=lines_changed, processed=processed
         )
 
 

@@ -7,32 +7,33 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 
-from history import ConfigurationError, HistorySettings, Summary
+from history import ConfigurationError, History, HistorySettings, Summary
 from history.store import Store, open_store
 
 from .chats import SMALL, ingest, long_chat
-from .conftest import START, message
+from .conftest import START, exchange, message
 from .stores import store_url
-from .test_store import node, opened, write
+from .test_store import indexed, node, opened, processed, write
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_words_are_found_by_their_stems(store: Store) -> None:
-    await store.add(message(0, "I was researching the venues"), 5)
-    await store.add(message(1, "lunch at noon"), 5)
-    await store.add(message(2, "We submitted the paper"), 5)
+    await processed(store, message(0, "I was researching the venues"))
+    await processed(store, message(1, "lunch at noon"))
+    await processed(store, message(2, "We submitted the paper"))
     found = await store.search("t", "research venue", 10)
     assert (found[0].message, found[0].terms) == ("t-0", ("research", "venue"))
     assert (await store.search("t", "submitting", 1))[0].message == "t-2"
 
 
 async def test_a_message_is_found_by_its_day_in_words(store: Store) -> None:
-    await store.add(message(0, "we watched a film"), 5)  # Sunday 1 November 2026
+    await processed(store, message(0, "we watched a film"))  # Sunday 1 November 2026
     late = message(1, "we watched a play")
-    await store.add(late.__class__(**{**late.__dict__, "at": START + timedelta(days=3)}), 5)
+    await processed(store, late.__class__(**{**late.__dict__, "at": START + timedelta(days=3)}))
     hits = await store.search("t", "what did we watch on the 4th of November?", 10)
     assert [(h.message, h.terms) for h in hits] == [
         ("t-1", ("watch", "4", "november")), ("t-0", ("watch", "november")),
@@ -43,7 +44,7 @@ async def test_a_message_is_found_by_its_day_in_words(store: Store) -> None:
 async def test_a_short_reply_is_found_through_the_question_it_answers(store: Store) -> None:
     texts = ["Where shall we hold the offsite?", "The old mill.", "Coffee?", "Sure", "Tea", "ok"]
     for k, text in enumerate(texts):
-        await store.add(message(k, text), 5)
+        await processed(store, message(k, text))
     hits = await store.search("t", "offsite venue", 3)
     assert [(h.message, h.terms) for h in hits[:2]] == [("t-0", ("offsite",)), ("t-1", ())]
     assert len(hits) == 2  # nothing else holds or neighbours the word
@@ -51,7 +52,7 @@ async def test_a_short_reply_is_found_through_the_question_it_answers(store: Sto
 
 async def test_a_line_is_listed_only_when_it_adds_words(store: Store) -> None:
     for k, text in enumerate(["the venue is booked", "lunch at noon", "a", "b"]):
-        await store.add(message(k, text), 5)
+        await processed(store, message(k, text))
     await write(
         store,
         "t",
@@ -80,8 +81,8 @@ async def test_a_line_is_listed_only_when_it_adds_words(store: Store) -> None:
 async def test_a_line_is_found_by_the_days_it_covers(store: Store) -> None:
     for k in range(2):
         sent = message(k, f"text {k}")
-        await store.add(
-            sent.__class__(**{**sent.__dict__, "at": START + timedelta(days=40 * k)}), 5
+        await processed(
+            store, sent.__class__(**{**sent.__dict__, "at": START + timedelta(days=40 * k)})
         )
     line = Summary(
         thread="t", level=1, index=0, text="a summary", bytes=9, message=None,
@@ -96,8 +97,8 @@ async def test_a_line_is_found_by_the_days_it_covers(store: Store) -> None:
 
 
 async def test_an_agent_search_finds_the_shared_rows_too(store: Store) -> None:
-    await store.add(message(0, "the venue is booked"), 5)
-    await store.add(message(1, "a venue tool call", step=True), 5)
+    await processed(store, message(0, "the venue is booked"))
+    await processed(store, message(1, "a venue tool call", step=True))
     assert await store.search("t", "venue", 10, agent="north") == await store.search(
         "t", "venue", 10
     )
@@ -106,7 +107,7 @@ async def test_an_agent_search_finds_the_shared_rows_too(store: Store) -> None:
 
 async def test_the_language_is_the_stores_and_another_indexes_again(database: str) -> None:
     async with opened(database) as store:
-        await store.add(message(0, "I was researching"), 5)
+        await processed(store, message(0, "I was researching"))
         assert store.language == "english"
     simple = open_store(database, search_language="simple")
     await simple.open()
@@ -159,8 +160,37 @@ async def test_sqlite_and_postgresql_give_the_same_hits_in_the_same_order(
 
 
 async def test_search_reads_one_threads_rows(store: Store) -> None:
-    await store.add(message(0, "the venue is booked"), 5)
+    await processed(store, message(0, "the venue is booked"))
     for k in range(3):
-        await store.add(message(k, "the venue is booked", thread="other"), 5)
+        await processed(store, message(k, "the venue is booked", thread="other"))
     hits = await store.search("t", "venue", 10)
     assert [(h.message, h.score) for h in hits] == [("t-0", 2.0)]
+
+
+async def found(store: Store) -> set[str | None]:
+    """The messages found for the word "venue" (not those found beside them)."""
+    return {h.message for h in await store.search("t", "venue", 20) if h.terms}
+
+
+async def test_a_message_is_indexed_by_the_commit_that_processes_it_once(database: str) -> None:
+    settings = HistorySettings(summarizer="scripted", tail=(4_000, 8_000))
+    chat = exchange([f"the venue {k}" for k in range(6)])
+    async with History(settings, store=database) as history:  # the first half processed
+        for m in chat[:6]:
+            await history.message_created(m)
+        await history.wait()
+    async with History(settings, store=database, process=False) as history:
+        for m in chat[6:]:
+            await history.message_created(m)
+        # Stored and not yet processed: in the tail the agent is sent, not yet searched.
+        assert await found(history.store) == {"t-0", "t-2", "t-4"}
+        records = await history.store.export_thread("t")
+    assert records is not None
+    async with opened(":memory:") as copy:  # a load indexes what its outline has processed
+        await copy.load_records([records])
+        assert await found(copy) == {"t-0", "t-2", "t-4"}
+    async with History(settings, store=database) as history:  # catches up as it opens
+        await history.wait()
+        assert await found(history.store) == {f"t-{n}" for n in range(0, 12, 2)}
+    # Each shared message once: the processed half was not indexed again.
+    assert await anyio.to_thread.run_sync(indexed, database) == [("t", True, 12)]

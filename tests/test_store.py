@@ -42,8 +42,21 @@ async def write(store: Store, thread: str, nodes: list[Summary]) -> None:
     before = await store.outline(thread)
     assert before is not None
     after = before.copy()
-    after.position = 0
-    assert await store.commit(before, after, nodes, [], "m", lines_changed=False)
+    after.position = max(before.position, 0)
+    assert await store.commit(before, after, nodes, [], "m", lines_changed=False, processed=[])
+
+
+async def processed(store: Store, message: Message, weight: int = 5) -> Stored:
+    """Store a message and commit it as processed (its outline moves past it), which indexes
+    it for search."""
+    stored = await store.add(message, weight)
+    assert stored is not None
+    before = await store.outline(message.thread)
+    assert before is not None
+    after = before.copy()
+    after.position = stored.seq
+    assert await store.commit(before, after, [], [], "m", lines_changed=False, processed=[stored])
+    return stored
 
 
 @asynccontextmanager
@@ -153,7 +166,9 @@ async def test_a_commit_writes_the_batch_only_over_the_outline_it_started_from(
     after.lines = [(0, 0, 9, START)]
     written, asks = [leaf("t", 0, "Ana: line", "t-0")], [ask("t", 0, "S0"), ask("t", 1, "S1")]
 
-    assert await store.commit(before, after, written, asks, "model", lines_changed=True)
+    assert await store.commit(
+        before, after, written, asks, "model", lines_changed=True, processed=[]
+    )
     after.version = 1
     assert await store.outline("t") == after
     assert await store.summaries("t") == written
@@ -163,7 +178,9 @@ async def test_a_commit_writes_the_batch_only_over_the_outline_it_started_from(
 
     # The same batch again, from the outline it started from, is refused and writes nothing.
     redo = [leaf("t", 1, "other", "t-0")]
-    assert not await store.commit(before, after, redo, [ask("t", 2, "S2")], "m", lines_changed=True)
+    assert not await store.commit(
+        before, after, redo, [ask("t", 2, "S2")], "m", lines_changed=True, processed=[]
+    )
     assert await store.summaries() == written
     assert await store.calls() == asks
     assert await store.behind() == []
@@ -178,7 +195,7 @@ async def test_erasing_a_thread_removes_everything_it_held(store: Store) -> None
     after = before.copy()
     after.position = 0
     assert await store.commit(before, after, [leaf("t", 0, "x", "t-0")], [ask("t", 0, "x")], "m",
-                              lines_changed=False)  # fmt: skip
+                              lines_changed=False, processed=[])  # fmt: skip
     stale = await store.outline("t")
     assert stale is not None
 
@@ -197,7 +214,7 @@ async def test_erasing_a_thread_removes_everything_it_held(store: Store) -> None
     assert fresh is not None and fresh.epoch != stale.epoch
     late = stale.copy()
     late.position = 1
-    assert not await store.commit(stale, late, [], [], "m", lines_changed=False)
+    assert not await store.commit(stale, late, [], [], "m", lines_changed=False, processed=[])
     assert await store.outline("t") == fresh
 
 
@@ -214,7 +231,7 @@ async def test_threads_and_nodes_sort_in_code_point_order(store: Store) -> None:
         after = before.copy()
         after.position = 0
         nodes = [leaf(name, 1, "y", "x"), leaf(name, 0, "x", "x")]
-        assert await store.commit(before, after, nodes, [], "m", lines_changed=False)
+        assert await store.commit(before, after, nodes, [], "m", lines_changed=False, processed=[])
     assert [(s.thread, s.index) for s in await store.summaries()] == [
         (name, index) for name in expected for index in (0, 1)
     ]
@@ -293,7 +310,7 @@ async def test_search_finds_shared_messages_and_lines_by_any_word(store: Store) 
         message(2, "venue tool call", step=True),
         message(0, "the venue", thread="u"),
     ]:
-        await store.add(m, 5)
+        await processed(store, m)
     await write(store, "t", [node("t", 1, 0, "Both agree on the venue")])
 
     hits = await store.search("t", "Venue, PDF?", 10)
@@ -319,7 +336,7 @@ async def test_search_weighs_rare_words_over_common_ones_then_prefers_the_newest
 ) -> None:
     texts = ["venue", "lunch", "x", "lunch lunch", "y", "lunch lunch", "z", "lunch venue"]
     for k, text in enumerate(texts):
-        await store.add(message(k, text), 5)
+        await processed(store, message(k, text))
     hits = await store.search("t", "the venue lunch", 10)
     # Both words, then the rare one; "the" is left out of the query.
     assert [(h.message, h.terms) for h in hits[:2]] == [
@@ -332,8 +349,8 @@ async def test_search_weighs_rare_words_over_common_ones_then_prefers_the_newest
 
 
 async def test_search_ignores_case_and_the_accents_of_latin_letters(store: Store) -> None:
-    await store.add(message(0, "Déjà vu à ZÜRICH"), 5)
-    await store.add(message(1, "Ελλάδα, й"), 5)
+    await processed(store, message(0, "Déjà vu à ZÜRICH"))
+    await processed(store, message(1, "Ελλάδα, й"))
     assert [h.terms for h in await store.search("t", "deja zurich", 10)] == [("deja", "zurich"), ()]
     assert [h.message for h in await store.search("t", "DÉJÀ", 10)] == ["t-0", "t-1"]
     assert [(h.message, h.terms) for h in await store.search("t", "ελλάδα", 10)] == [

@@ -81,8 +81,11 @@ class Store(Protocol):
         model: str,
         *,
         lines_changed: bool,
+        processed: Sequence[Stored],
     ) -> bool:
-        """Write a batch in one transaction if the outline is still `before`; False if not."""
+        """Write a batch in one transaction if the outline is still `before`; False if not.
+        `processed` are the messages it processes (those after the committed outline's
+        position, up to `after`'s): they are indexed for search with it."""
         ...
 
     async def erase(self, thread: str) -> bool:

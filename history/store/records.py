@@ -78,6 +78,9 @@ class Plan:
 
     thread: str
     messages: tuple[Stored, ...]
+    indexed: tuple[Stored, ...]
+    """The messages to index for search: those the thread's outline has processed once loaded
+    and the store has not indexed (a message is indexed by the commit that processes it)."""
     summaries: tuple[Summary, ...]
     calls: tuple[Call, ...]
     outline: Outline | None
@@ -150,11 +153,12 @@ def plan(
     if write == "create" and outline is None and not (messages or old.messages):
         write = "keep"  # nothing of the thread is stored: no outline to start
     kept_outline = write == "keep" and incoming.outline is not None
+    after = outline if write != "keep" else old.outline
     check_thread(
         thread,
         sorted([*old.messages, *messages], key=lambda s: s.seq),
         [*(() if replace else old.summaries), *summaries],
-        outline if write != "keep" else old.outline,
+        after,
         calls,
     )
     about = _new_about(old.about, incoming.about)
@@ -163,6 +167,7 @@ def plan(
         thread=thread,
         about=about,
         messages=tuple(messages),
+        indexed=_processed(old, messages, after),
         summaries=tuple(summaries),
         calls=tuple(calls),
         outline=outline,
@@ -170,6 +175,17 @@ def plan(
         clear=replace,
         skipped=old_messages + old_summaries + old_calls + kept_outline + known_about,
     )
+
+
+def _processed(
+    old: ThreadRecords, messages: Sequence[Stored], after: Outline | None
+) -> tuple[Stored, ...]:
+    """The stored and incoming messages that `after` has processed and the stored outline had
+    not (none is past the position of a fresh outline)."""
+    done = old.outline.position if old.outline else -1
+    upto = after.position if after else -1
+    new = [s for s in messages if s.seq <= upto]
+    return tuple([*(s for s in old.messages if done < s.seq <= upto), *new])
 
 
 def _new_about(old: About | None, incoming: About | None) -> About | None:

@@ -131,11 +131,9 @@ class SQLStore:
     async def add(
         self, message: Message, weight: int, *, native: str | None = None
     ) -> Stored | None:
-        language = self.language
-
         async def insert(tx: Transaction) -> tuple[Stored | None, Stored | None]:
             # Under the thread's lock, two processes storing its messages at once take its next
-            # seq in turn; a shared message is indexed for search in the same transaction.
+            # seq in turn. It is indexed for search by the commit that processes it.
             await tx.lock_thread(message.thread)
             placed = await tx.one("insert_message", **rows.message_params(message, weight, native))
             if placed is None:
@@ -148,7 +146,6 @@ class SQLStore:
                 message=message, seq=placed["seq"], index=placed["idx"], weight=weight,
                 step_index=placed["sidx"],
             )  # fmt: skip
-            await tx.executemany("insert_search", rows.stored_search_rows([stored], language))
             if stored.seq == 0:
                 await tx.execute("new_outline", **rows.new_outline_row(message.thread))
             return stored, None
@@ -223,19 +220,19 @@ class SQLStore:
         model: str,
         *,
         lines_changed: bool,
+        processed: Sequence[Stored],
     ) -> bool:
         update = {
             **rows.outline_update(after, lines_changed=lines_changed),
             "thread": before.thread, "epoch": before.epoch, "version": before.version,
         }  # fmt: skip
-        if not written and not asks:
-            # Most messages only join the tail: one statement is its own transaction.
-            return await self._sql.run(lambda tx: tx.execute("update_outline", **update)) == 1
         language = self.language
+        searched = rows.stored_search_rows(processed, language)  # stemmed before it begins
 
         async def write(tx: Transaction) -> None:
             if await tx.execute("update_outline", **update) != 1:
                 raise _Stale
+            await tx.executemany("insert_search", searched)
             await tx.executemany("insert_summary", [rows.summary_row(n) for n in written])
             await index_lines(tx, before.thread, written, language)
             if asks:

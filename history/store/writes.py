@@ -30,8 +30,9 @@ async def index_lines(
 
 
 async def index_thread(tx: Transaction, thread: str, language: str) -> None:
-    """Index a thread's messages and lines for search (the index being made again)."""
-    messages = await tx.fetch("thread_messages", thread=thread)
+    """Index a thread's processed messages and its lines for search (the index being made
+    again)."""
+    messages = await tx.fetch("processed_messages", thread=thread)
     nodes = await tx.fetch("summaries", thread=thread)
     found = rows.thread_search_rows(
         [rows.stored_from_row(r) for r in messages],
@@ -87,7 +88,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
     await tx.executemany(
         "insert_loaded_message", [rows.loaded_message_row(s) for s in plan.messages]
     )
-    await tx.executemany("insert_search", rows.stored_search_rows(plan.messages, language))
+    await tx.executemany("insert_search", rows.stored_search_rows(plan.indexed, language))
     await tx.executemany("insert_summary", [rows.summary_row(node) for node in plan.summaries])
     await index_lines(tx, plan.thread, plan.summaries, language)
     await tx.executemany("insert_call", [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
