@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from history import prompt_text, view
+from history import prompt_text, terms, view
 from history.contract import Message, Outline, Stored, Summary, Task
 from history.plugin import History
 from history.processors.compact import compact
@@ -36,8 +36,9 @@ from history.processors.summarize import Nodes
 from history.processors.weight import weight
 from history.settings import HistorySettings
 from history.store import open_store, rows
-from history.store.queries import QUERIES
+from history.store.queries import QUERIES, Dialect
 from history.store.sqlite import SQLiteStore
+from history.store.writes import POSTED_TOGETHER
 from history.summarizer import Scripted, write
 from history.trace import snapshot
 
@@ -57,9 +58,13 @@ class Throughput:
     plugin: float
     """Messages per second through `message_created` and processing."""
     raw: float
-    """Rows per second inserted into the same schema by the same driver, one autocommit each."""
+    """Messages per second stored into the same schema by the same driver as the plugin leaves
+    them (the message row and its search row, a transaction each; postings as the store
+    writes them)."""
+    raw_messages: float
+    """Message rows alone per second, one autocommit INSERT each."""
     raw_batched: float
-    """Rows per second inserted in one transaction (for scale only)."""
+    """Messages per second with every row in one transaction (for scale only)."""
     store: Literal["sqlite", "postgresql"] = "sqlite"
 
     @property
@@ -103,25 +108,48 @@ async def plugin_rate(messages: Sequence[Message], where: str | Path) -> float:
         return len(messages) / (time.perf_counter() - started)
 
 
-def placed(messages: Sequence[Message]) -> list[tuple[Any, ...]]:
-    """The rows the plugin stores for `messages`: their seq, index and weight."""
-    encoding = settings().encoding
+@dataclass(frozen=True)
+class Rows:
+    """What the plugin writes for each message, as a raw writer would insert it: the message
+    row, and its search row (None for a step the index leaves out)."""
+
+    messages: list[tuple[Any, ...]]
+    search: list[tuple[Any, ...] | None]
+
+
+def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
+    """The rows the plugin stores for `messages`, in `dialect`'s order of parameters: each
+    message at its seq, index and weight, and its search row stemmed as the store stems it."""
+    config = settings()
+    insert_message = QUERIES["insert_loaded_message"][dialect]
+    insert_search = QUERIES["insert_search"][dialect]
     seqs: dict[str, int] = {}
     indexes: dict[str, int] = {}
-    out = []
+    steps: dict[tuple[str, str], int] = {}
+    out = Rows(messages=[], search=[])
     for m in messages:
         seq = seqs[m.thread] = seqs.get(m.thread, -1) + 1
-        index = None if m.step else indexes.setdefault(m.thread, 0)
-        if index is not None:
-            indexes[m.thread] += 1
-        row = rows.loaded_message_row(
-            Stored(message=m, seq=seq, index=index, weight=weight(m, encoding))
-        )
-        out.append(tuple(row.values()))  # in the order of MESSAGE_COLUMNS
+        index = step_index = None
+        if m.step:
+            step_index = steps[m.thread, m.author] = steps.get((m.thread, m.author), -1) + 1
+        else:
+            index = indexes[m.thread] = indexes.get(m.thread, -1) + 1
+        stored = Stored(
+            message=m, seq=seq, index=index, weight=weight(m, config.encoding),
+            step_index=step_index,
+        )  # fmt: skip
+        out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
+        found = rows.stored_search_rows([stored], terms.DEFAULT_LANGUAGE)
+        out.search.append(insert_search.args(found[0]) if found else None)
     return out
 
 
-INSERT = rows.insert("message", rows.MESSAGE_COLUMNS)
+def _raw_statements(dialect: Dialect) -> tuple[str, str, str, str]:
+    """The store's own statements: a message, a search row, a thread's postings written, and
+    its rows marked posted."""
+    names = ("insert_loaded_message", "insert_search", "post_search", "mark_posted")
+    a, b, c, d = (QUERIES[name][dialect].text for name in names)
+    return a, b, c, d
 
 
 async def _schema(where: str) -> None:
@@ -131,29 +159,63 @@ async def _schema(where: str) -> None:
     await store.close()
 
 
-async def raw_rate(prepared: Sequence[tuple[Any, ...]], path: Path) -> float:
-    """Rows per second inserted by aiosqlite, one autocommit INSERT each, into the schema."""
+async def raw_rate(prepared: Rows, path: Path) -> float:
+    """Messages per second stored by aiosqlite into the schema as the plugin leaves them: its
+    row and its search row, one autocommit INSERT each, and a thread's postings written (by the
+    store's own statements, in a transaction) once `POSTED_TOGETHER` of its rows wait."""
     await _schema(str(path))
+    insert, index, post, mark = _raw_statements("sqlite")
+    waiting: dict[str, int] = {}
     async with aiosqlite.connect(path, isolation_level=None) as db:
         for pragma in PRAGMAS:
             await db.execute(f"PRAGMA {pragma}")
         started = time.perf_counter()
-        for row in prepared:
-            await db.execute(INSERT, row)
-        return len(prepared) / (time.perf_counter() - started)
+        for row, search in zip(prepared.messages, prepared.search, strict=True):
+            await db.execute(insert, row)
+            if search is None:
+                continue
+            await db.execute(index, search)
+            thread = row[1]
+            waiting[thread] = waiting.get(thread, 0) + 1
+            if waiting[thread] >= POSTED_TOGETHER:
+                await db.execute("BEGIN IMMEDIATE")
+                await db.execute(post, (thread,))
+                await db.execute(mark, (thread,))
+                await db.execute("COMMIT")
+                waiting[thread] = 0
+        return len(prepared.messages) / (time.perf_counter() - started)
 
 
-async def batched_rate(prepared: Sequence[tuple[Any, ...]], path: Path) -> float:
-    """Rows per second inserted in one transaction into the schema (for scale)."""
+async def message_rate(prepared: Rows, path: Path) -> float:
+    """Message rows alone per second, one autocommit INSERT each: the least a store can do."""
     await _schema(str(path))
+    insert = QUERIES["insert_loaded_message"].sqlite.text
+    async with aiosqlite.connect(path, isolation_level=None) as db:
+        for pragma in PRAGMAS:
+            await db.execute(f"PRAGMA {pragma}")
+        started = time.perf_counter()
+        for row in prepared.messages:
+            await db.execute(insert, row)
+        return len(prepared.messages) / (time.perf_counter() - started)
+
+
+async def batched_rate(prepared: Rows, path: Path) -> float:
+    """Messages per second with every row in one transaction and the postings written once at
+    the end (for scale)."""
+    await _schema(str(path))
+    insert, index, post, mark = _raw_statements("sqlite")
     db = sqlite3.connect(path, isolation_level=None)
     for pragma in PRAGMAS:
         db.execute(f"PRAGMA {pragma}")
     started = time.perf_counter()
     db.execute("BEGIN IMMEDIATE")
-    db.executemany(INSERT, prepared)
+    db.executemany(insert, prepared.messages)
+    db.executemany(index, [r for r in prepared.search if r is not None])
+    for thread in {row[1] for row in prepared.messages}:
+        db.execute(post, (thread,))
+        db.execute(mark, (thread,))
     db.execute("COMMIT")
-    rate = len(prepared) / (time.perf_counter() - started)
+    rate = len(prepared.messages) / (time.perf_counter() - started)
     db.close()
     return rate
 
@@ -162,13 +224,14 @@ async def throughput(messages: Sequence[Message], folder: Path, *, threads: int)
     """The plugin and raw inserts on SQLite, taking turns on fresh files (medians)."""
     dealt = spread(messages, threads)
     prepared = placed(dealt)
-    plugin, raw = [], []
+    plugin, raw, alone = [], [], []
     for k in range(RAW_REPEATS):
         plugin.append(await plugin_rate(dealt, folder / f"plugin-{threads}-{k}.sqlite"))
         raw.append(await raw_rate(prepared, folder / f"raw-{threads}-{k}.sqlite"))
+        alone.append(await message_rate(prepared, folder / f"alone-{threads}-{k}.sqlite"))
     return Throughput(
         messages=len(dealt), threads=threads, plugin=statistics.median(plugin),
-        raw=statistics.median(raw),
+        raw=statistics.median(raw), raw_messages=statistics.median(alone),
         raw_batched=await batched_rate(prepared, folder / f"batched-{threads}.sqlite"),
     )  # fmt: skip
 
@@ -190,24 +253,49 @@ async def postgres_schema(server: str) -> AsyncIterator[str]:
         await db.close()
 
 
-async def postgres_raw_rate(prepared: Sequence[tuple[Any, ...]], url: str) -> tuple[float, float]:
-    """Rows per second inserted by asyncpg into the schema: one autocommit INSERT each, and
-    all in one transaction."""
+async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, float]:
+    """Messages per second stored by asyncpg into the schema as `raw_rate` does on SQLite;
+    message rows alone, one autocommit INSERT each; and every row in one
+    transaction, the postings written at the end. Each on a third of the messages."""
     import asyncpg
 
     await _schema(url)
-    insert = QUERIES["insert_loaded_message"].postgresql.text
+    insert, index, post, mark = _raw_statements("postgresql")
+    third = len(prepared.messages) // 3
+    parts = [
+        Rows(messages=prepared.messages[k * third : (k + 1) * third],
+             search=prepared.search[k * third : (k + 1) * third])
+        for k in range(3)
+    ]  # fmt: skip
     db = await asyncpg.connect(url)
     try:
+        waiting: dict[str, int] = {}
         started = time.perf_counter()
-        half = len(prepared) // 2
-        for row in prepared[:half]:
+        for row, search in zip(parts[0].messages, parts[0].search, strict=True):
             await db.execute(insert, *row)
-        one = half / (time.perf_counter() - started)
+            if search is None:
+                continue
+            await db.execute(index, *search)
+            thread = row[1]
+            waiting[thread] = waiting.get(thread, 0) + 1
+            if waiting[thread] >= POSTED_TOGETHER:
+                async with db.transaction():
+                    await db.execute(post, thread)
+                    await db.execute(mark, thread)
+                waiting[thread] = 0
+        stored = third / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for row in parts[1].messages:
+            await db.execute(insert, *row)
+        alone = third / (time.perf_counter() - started)
         started = time.perf_counter()
         async with db.transaction():
-            await db.executemany(insert, prepared[half:])
-        return one, (len(prepared) - half) / (time.perf_counter() - started)
+            await db.executemany(insert, parts[2].messages)
+            await db.executemany(index, [r for r in parts[2].search if r is not None])
+            for thread in {row[1] for row in parts[2].messages}:
+                await db.execute(post, thread)
+                await db.execute(mark, thread)
+        return stored, alone, third / (time.perf_counter() - started)
     finally:
         await db.close()
 
@@ -217,18 +305,20 @@ async def postgres_throughput(
 ) -> Throughput:
     """The plugin and raw inserts on PostgreSQL, taking turns on fresh schemas (medians)."""
     dealt = spread(messages, threads)
-    prepared = placed(dealt)
-    plugin, raw, batched = [], [], []
+    prepared = placed(dealt, "postgresql")
+    plugin, raw, alone, batched = [], [], [], []
     for _ in range(RAW_REPEATS):
         async with postgres_schema(server) as url:
             plugin.append(await plugin_rate(dealt, url))
         async with postgres_schema(server) as url:
-            one, many = await postgres_raw_rate(prepared, url)
+            one, messages_only, many = await postgres_raw_rate(prepared, url)
             raw.append(one)
+            alone.append(messages_only)
             batched.append(many)
     return Throughput(
         messages=len(dealt), threads=threads, plugin=statistics.median(plugin),
-        raw=statistics.median(raw), raw_batched=statistics.median(batched), store="postgresql",
+        raw=statistics.median(raw), raw_messages=statistics.median(alone),
+        raw_batched=statistics.median(batched), store="postgresql",
     )  # fmt: skip
 
 

@@ -84,3 +84,11 @@ CROSS JOIN LATERAL (
       AND idx = k.idx
     LIMIT 1
 ) AS s;
+
+-- name: post_search
+-- The postings of the thread's unposted rows, in the order of `search_term`'s key.
+INSERT INTO search_term (term, line, level, idx, n)
+SELECT t, s.line, s.level, s.idx, count(*)
+FROM search AS s, search_terms(s.words) AS t
+WHERE s.thread = :thread AND NOT s.posted
+GROUP BY t, s.line, s.level, s.idx ORDER BY t, s.line, s.level, s.idx;

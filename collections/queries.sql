@@ -38,8 +38,28 @@ INSERT INTO search_language (language) VALUES (:language);
 SELECT DISTINCT thread FROM message;
 
 -- name: insert_search
-INSERT INTO search (thread, agent, line, level, idx, message, since, at, text, words, length)
-VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :text, :words, :length);
+-- A row of the index, its postings not yet written (`post_search`).
+INSERT INTO search
+    (thread, agent, line, level, idx, message, since, at, text, words, length, posted)
+VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :text, :words, :length,
+        FALSE);
+
+-- name: unposted
+-- How many of the thread's rows wait for their postings, from the `search_unposted` index.
+SELECT count(*) AS count FROM search WHERE thread = :thread AND NOT posted;
+
+-- name: post_search
+-- The postings of the thread's unposted rows, in the order of `search_term`'s key. A row's
+-- words (` a  b `) as a JSON array of its terms (`["a","b"]`): terms are letters and digits
+-- after a key of hexadecimal digits, so none needs escaping.
+INSERT INTO search_term (term, line, level, idx, n)
+SELECT k.value, s.line, s.level, s.idx, count(*)
+FROM search AS s, json_each('["' || replace(trim(s.words), '  ', '","') || '"]') AS k
+WHERE s.thread = :thread AND NOT s.posted AND k.value <> ''
+GROUP BY k.value, s.line, s.level, s.idx ORDER BY k.value, s.line, s.level, s.idx;
+
+-- name: mark_posted
+UPDATE search SET posted = TRUE WHERE thread = :thread AND NOT posted;
 
 -- name: insert_message
 -- Store a message with its thread's next seq, and its next idx when shared or its agent's next
@@ -256,6 +276,12 @@ SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
 FROM json_each(:terms) AS k CROSS JOIN search_term AS t ON t.term = k.value
 CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent = :agent
     AND s.line = t.line AND s.level = t.level AND s.idx = t.idx;
+
+-- name: search_unposted
+-- Search: the words of one agent's rows whose postings are not written yet, with their length
+-- and `at` (a few dozen rows at most, from the `search_unposted` index).
+SELECT line, level, idx, words, length, at FROM search
+WHERE thread = :thread AND agent = :agent AND NOT posted;
 
 -- name: search_places
 -- Search: the length and `at` of one agent's messages by index (a JSON list), from the

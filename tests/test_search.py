@@ -3,6 +3,7 @@ SQLite and PostgreSQL giving the same hits in the same order."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -12,10 +13,12 @@ import pytest
 
 from history import ConfigurationError, History, HistorySettings, Summary
 from history.store import Store, open_store
+from history.store import rows as store_rows
+from history.store.writes import POSTED_TOGETHER
 
 from .chats import SMALL, ingest, long_chat
 from .conftest import START, exchange, message
-from .stores import store_url
+from .stores import run_sql, store_url
 from .test_store import indexed, node, opened, processed, write
 
 pytestmark = pytest.mark.anyio
@@ -194,3 +197,56 @@ async def test_a_message_is_indexed_by_the_commit_that_processes_it_once(databas
         assert await found(history.store) == {f"t-{n}" for n in range(0, 12, 2)}
     # Each shared message once: the processed half was not indexed again.
     assert await anyio.to_thread.run_sync(indexed, database) == [("t", True, 12)]
+
+
+def unposted(database: str) -> int:
+    """How many search rows wait for their postings."""
+    return int(run_sql(database, "SELECT count(*) FROM search WHERE NOT posted")[0][0])
+
+
+async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database: str) -> None:
+    settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
+    topics = ["venue", "budget", "flight", "hotel", "menu"]
+    chat = exchange([f"the {topics[k % 5]} {k}, then the venue again" for k in range(40)])
+    async with History(settings, store=database) as history:
+        for m in chat:
+            await history.message_created(m)
+        await history.wait()
+        hits = await history.store.search("t", "venue budget 12", 30)
+        records = await history.store.export_thread("t")
+    # 80 rows: the commit that left 64 or more waiting wrote their postings; the last few wait.
+    assert 0 < await anyio.to_thread.run_sync(unposted, database) < POSTED_TOGETHER
+    assert records is not None
+    async with opened(":memory:") as copy:  # a load writes every row's postings
+        await copy.load_records([records])
+        assert await copy.search("t", "venue budget 12", 30) == hits
+    assert {h.message for h in hits if "budget" in h.terms} == {f"t-{n}" for n in range(2, 80, 10)}
+
+
+def test_a_store_whose_triggers_wrote_the_postings_is_searched_alike(tmp_path: Path) -> None:
+    path = tmp_path / "posted.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute(store_rows.MIGRATION_TABLE)
+    for name, filename in store_rows.MIGRATIONS:
+        if name == "0016_search_posted":
+            break
+        for statement in store_rows.statements(filename):
+            db.execute(statement)
+        db.execute("INSERT INTO migration VALUES (?, ?)", (name, "2026-11-01T00:00:00+00:00"))
+    db.execute("INSERT INTO search_language VALUES ('english')")
+    for k, text in enumerate(["the venue is booked", "lunch at noon"]):
+        row = store_rows.message_search_row(message(k, text), k, "english")
+        db.execute(  # as the store wrote it then: its trigger wrote the postings
+            "INSERT INTO search (thread, agent, line, level, idx, message, since, at, text, "
+            "words, length) VALUES (:thread, :agent, :line, :level, :idx, :message, :since, "
+            ":at, :text, :words, :length)",
+            row,
+        )
+    db.close()
+
+    async def search_it() -> list[tuple[str | None, tuple[str, ...]]]:
+        async with opened(str(path)) as store:
+            return [(h.message, h.terms) for h in await store.search("t", "venue", 10)]
+
+    assert anyio.run(search_it) == [("t-0", ("venue",)), ("t-1", ())]
+    assert unposted(str(path)) == 0

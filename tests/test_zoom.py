@@ -150,7 +150,6 @@ UNINDEXED = {
         "DROP TABLE search",
         "DROP TABLE search_term",
         "DROP TABLE search_language",
-        "DROP FUNCTION search_added()",
         "DROP FUNCTION search_removed()",
         "DROP FUNCTION search_terms(TEXT)",
     ],
@@ -170,7 +169,8 @@ async def test_an_older_database_is_indexed_when_opened(
     kind = "postgresql" if database.startswith("postgresql://") else "sqlite"
     forget = (
         "DELETE FROM migration "
-        "WHERE name IN ('0005_search', '0012_search2', '0013_search_gin', '0015_search_terms')"
+        "WHERE name IN ('0005_search', '0012_search2', '0013_search_gin', '0015_search_terms', "
+        "'0016_search_posted')"
     )
     for statement in [*UNINDEXED[kind], forget]:
         await anyio.to_thread.run_sync(run_sql, database, statement)

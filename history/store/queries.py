@@ -140,6 +140,8 @@ class Planned:
     """Its PostgreSQL text, when it is not `sql`."""
     postgresql_args: tuple[Any, ...] | None = None
     """Its PostgreSQL arguments, when they are not `args`."""
+    sorts: bool = False
+    """It sorts what it reads, a batch its index bounds: SQLite's temporary B-tree is allowed."""
 
 
 def _planned(
@@ -147,6 +149,7 @@ def _planned(
     key: tuple[str, ...] = (),
     *,
     arrays: dict[str, list[Any]] | None = None,
+    sorts: bool = False,
     **params: Any,
 ) -> Planned:
     """The entry `name` with `params`; a list is given as JSON for SQLite, and as an array
@@ -158,6 +161,7 @@ def _planned(
         key=key,
         postgresql=query.postgresql.text,
         postgresql_args=query.postgresql.args({**params, **(arrays or {})}),
+        sorts=sorts,
     )
 
 
@@ -193,6 +197,10 @@ PLANNED: dict[str, Planned] = {
         "update_outline", ("thread",), **_OUTLINE, thread="t", epoch="e", version=0
     ),
     "next call": _planned("next_call", ("thread",), thread="t"),
+    "unposted": _planned("unposted", ("thread",), thread="t"),
+    "post search": _planned("post_search", ("thread",), sorts=True, thread="t"),
+    "mark posted": _planned("mark_posted", ("thread",), thread="t"),
+    "search unposted": _planned("search_unposted", ("thread", "agent"), thread="t", agent=""),
     "search postings": _planned(
         "search_postings",
         ("term",),

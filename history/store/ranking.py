@@ -19,6 +19,7 @@ rest, so SQLite and PostgreSQL return the same hits in the same order:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +50,10 @@ T = TypeVar("T")
 
 class Reads(Protocol):
     """What a store reads for a search, in one snapshot of its thread."""
+
+    async def unposted(self, agent: str) -> Sequence[Sequence[Any]]:
+        """`line, level, idx, words, length, at` of one agent's rows whose postings are not
+        written yet (the thread's rows only)."""
 
     async def postings(self, agent: str, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
         """`term, line, level, idx, n, length, at` of the postings of one agent's keyed terms,
@@ -102,7 +107,16 @@ async def search(
     places: dict[Key, Place] = {}
     for a in agents:
         keyed = {words.key(thread, a) + stem: stem for stem in stems}
-        for term, line, level, index, n, length, at in await reads.postings(a, list(keyed)):
+        # The rows that wait for their postings first: one posted in between is read twice,
+        # alike, and none is missed.
+        found: list[Sequence[Any]] = [
+            (term, line, level, index, n, length, at)
+            for line, level, index, held, length, at in await reads.unposted(a)
+            for term, n in Counter(held.split()).items()
+            if term in keyed
+        ]
+        found += await reads.postings(a, list(keyed))
+        for term, line, level, index, n, length, at in found:
             key = (a, bool(line), level, index)
             counts.setdefault(key, {})[keyed[term]] = n
             places[key] = (length, at)

@@ -29,7 +29,7 @@ from . import ranking, records, rows
 from .adapter import Body, Database, Transaction
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
-from .writes import apply, foreign, index_lines, index_thread, thread_records
+from .writes import POSTED_TOGETHER, apply, foreign, index_lines, index_thread, post, thread_records
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +235,7 @@ class SQLStore:
             await tx.executemany("insert_search", searched)
             await tx.executemany("insert_summary", [rows.summary_row(n) for n in written])
             await index_lines(tx, before.thread, written, language)
+            await post(tx, before.thread, at_least=POSTED_TOGETHER)
             if asks:
                 found = await tx.one("next_call", thread=before.thread)
                 first = 0 if found is None else found["n"]
@@ -361,6 +362,10 @@ class _SearchReads:
 
     tx: Transaction
     thread: str
+
+    async def unposted(self, agent: str) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch("search_unposted", thread=self.thread, agent=agent)
+        return _columns(found, "line", "level", "idx", "words", "length", "at")
 
     async def postings(self, agent: str, terms: Sequence[str]) -> list[tuple[Any, ...]]:
         found = await self.tx.fetch(

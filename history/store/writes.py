@@ -17,6 +17,17 @@ from . import records, rows
 from .adapter import Transaction
 from .records import ThreadRecords
 
+POSTED_TOGETHER = 64
+"""A thread's search rows whose postings a commit leaves for later (a search reads their words)."""
+
+
+async def post(tx: Transaction, thread: str, *, at_least: int = 1) -> None:
+    """Write the postings of the thread's search rows that wait for them, if `at_least` do."""
+    found = await tx.one("unposted", thread=thread)
+    if found is not None and found["count"] >= at_least:
+        await tx.execute("post_search", thread=thread)
+        await tx.execute("mark_posted", thread=thread)
+
 
 async def index_lines(
     tx: Transaction, thread: str, nodes: Sequence[Summary], language: str
@@ -40,6 +51,7 @@ async def index_thread(tx: Transaction, thread: str, language: str) -> None:
         language,
     )
     await tx.executemany("insert_search", found)
+    await post(tx, thread)
 
 
 async def thread_records(tx: Transaction, thread: str, *, lock: bool) -> ThreadRecords | None:
@@ -91,6 +103,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
     await tx.executemany("insert_search", rows.stored_search_rows(plan.indexed, language))
     await tx.executemany("insert_summary", [rows.summary_row(node) for node in plan.summaries])
     await index_lines(tx, plan.thread, plan.summaries, language)
+    await post(tx, plan.thread)
     await tx.executemany("insert_call", [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
     if plan.write == "create":
         row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)
