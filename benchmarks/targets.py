@@ -131,18 +131,21 @@ def throughput(
     why = ""
     if worst.ratio < limit:
         why = (
-            "A raw insert is one statement and one commit. The plugin does that and more for "
-            "every message: it weighs it with the tokenizer, inserts it with its next seq and "
-            "index (and its search row), then processes it (the tail, and for about one "
-            "message in fifty a cut: lines, merges and a fold), and commits that processing "
-            "with a version check; messages that only join the tail share that commit."
+            "The raw writer stores rows made before its clock starts: two autocommit INSERTs "
+            "a message (its row, its search row) and the postings in batches. The plugin "
+            "does the same writes and more for every message, on the clock: it weighs the "
+            "message with the tokenizer and stores it under the thread's lock with its next "
+            "seq and index (one transaction, so `message_created` returns once it is "
+            "durable), then processes it (the tail, and for about one message in fifty a cut: "
+            "lines, merges and a fold), stems its search row, and commits both with a version "
+            "check (a second transaction; messages that only join the tail and wait together "
+            "share it)."
             + (
-                " On PostgreSQL storing takes a transaction (BEGIN, the thread's lock, the "
-                "INSERT, COMMIT: four round trips to the one of a raw insert), which the SPEC's "
-                "gap-free seq under a lock needs, and a worker claims a thread (two round "
-                "trips) and reads its outline before it processes."
+                " On PostgreSQL storing is four round trips (BEGIN, the thread's lock, the "
+                "INSERT, COMMIT) to the raw INSERT's one, which the SPEC's gap-free seq under "
+                "a lock needs, and a worker claims a thread before it processes."
                 if store != "SQLite"
-                else " The time left goes to Python: the tokenizer, building the rows and "
+                else " The rest is Python: the tokenizer, the stemmer, building the rows and "
                 "the outline, and the event loop's hops to the connection's thread."
             )
         )

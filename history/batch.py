@@ -174,7 +174,10 @@ class Runner:
                         with anyio.CancelScope(shield=True):
                             await self._save(lane, state, waiting)
                     raise
-                waiting = [*waiting, stored] if done.version == state.version else []
+                if done.version == state.version:
+                    waiting.append(stored)
+                else:
+                    waiting = []
                 state = lane.outline = done
                 if len(recent) > len(state.tail):
                     whole = {item.id for item in state.tail}

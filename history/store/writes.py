@@ -4,8 +4,9 @@ records read for an export and written by a load.
 The pure part of a load, `records.plan`, decides; these read and write what it needs, over any
 dialect's `Transaction`. A load holds each thread's lock (the one `add` and `erase` take) and its
 outline row (the one a commit updates), so nothing of the thread changes between what is planned
-and what is written. Loaded shared messages and summaries are indexed for search here, as `add`
-and a commit index the ones they write.
+and what is written. A load indexes for search the summaries it writes and the messages its
+outline has processed, as a commit indexes the lines it writes and the messages it processes;
+the postings of what is indexed are written in batches (`post`).
 """
 
 from __future__ import annotations
