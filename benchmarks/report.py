@@ -346,7 +346,8 @@ def _scale(scale: Scale) -> list[str]:
         + " threads; defaults, the offline `scripted` summarizer, a SQLite file. For each slice, "
         "the milliseconds of the process's CPU time a message (its threads, aiosqlite's "
         "included), then messages per second by the wall clock, which follows whatever else "
-        f"the machine runs ({scale.seconds:.0f} s in all):",
+        f"the machine runs ({scale.seconds:.0f} s in all), and the lines asked of the "
+        "summarizer per message (how much of the slice was cuts):",
         "",
     ]
     slices = max(len(i.rates) for i in scale.ingests)
@@ -358,6 +359,7 @@ def _scale(scale: Scale) -> list[str]:
             for row in (
                 [f"{i.threads:,}", "CPU ms", *(f"{c:.2f}" for c in i.cpu), f"{i.growth:.2f}x"],
                 ["", "msg/s", *(f"{r:,.0f}" for r in i.rates), f"{i.wall_growth:.2f}x"],
+                ["", "lines asked/msg", *(f"{a:.2f}" for a in i.asks), ""],
             )
         ],
     )

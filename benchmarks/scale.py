@@ -53,6 +53,8 @@ class Ingest:
     cpu: tuple[float, ...]
     """Milliseconds of this process's CPU time per message of each slice (all its threads):
     what the plugin spent, whatever else the machine was running."""
+    asks: tuple[float, ...] = ()
+    """Lines asked of the summarizer per message of each slice: how much of it was cuts."""
 
     @property
     def growth(self) -> float:
@@ -122,11 +124,12 @@ async def ingest(
     """Hand `messages` over a slice at a time, each waited for; at each checkpoint (a count of
     messages handed over) the first thread's reads are timed, off the slice's clock."""
     dealt = spread(messages, threads)
-    rates, cpu, reads = [], [], []
+    rates, cpu, asks, reads = [], [], [], []
     async with History(settings(), store=path) as history:
         for start in range(0, len(dealt), slice):
             stops = [p for p in checkpoints if start < p < start + slice] + [start + slice]
             spent, used, done = 0.0, 0.0, start
+            asked = history.counters.asks
             for stop in stops:
                 began, busy = time.perf_counter(), time.process_time()
                 for m in dealt[done:stop]:
@@ -139,13 +142,15 @@ async def ingest(
                     reads.append(await _reads(history, dealt[0].thread, done, repeats))
             rates.append((done - start) / spent)
             cpu.append(used * 1000 / (done - start))
+            asks.append((history.counters.asks - asked) / (done - start))
             log.info(
                 "%d thread(s): %d messages, %.0f/s, %.2f ms CPU each", threads, done, rates[-1],
                 cpu[-1],
             )  # fmt: skip
     ingested = Ingest(
-        threads=threads, messages=len(dealt), slice=slice, rates=tuple(rates), cpu=tuple(cpu)
-    )
+        threads=threads, messages=len(dealt), slice=slice, rates=tuple(rates), cpu=tuple(cpu),
+        asks=tuple(asks),
+    )  # fmt: skip
     return ingested, reads
 
 
@@ -187,7 +192,7 @@ def load(path: Path) -> Scale:
     data = json.loads(path.read_text(encoding="utf-8"))
     return Scale(
         ingests=tuple(
-            Ingest(**{**i, "rates": tuple(i["rates"]), "cpu": tuple(i["cpu"])})
+            Ingest(**{**i, **{k: tuple(i.get(k, ())) for k in ("rates", "cpu", "asks")}})
             for i in data["ingests"]
         ),
         reads=tuple(Reads(**r) for r in data["reads"]),

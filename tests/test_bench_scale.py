@@ -6,6 +6,8 @@ run measures what it says, and that the report and its target show it.
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ async def test_a_small_scale_run_times_every_slice_and_reads_at_each_checkpoint(
     assert all(i.messages == 120 and len(i.rates) == 3 for i in done.ingests)
     assert all(rate > 0 for i in done.ingests for rate in i.rates)
     assert all(len(i.cpu) == 3 and min(i.cpu) > 0 for i in done.ingests)
+    assert all(len(i.asks) == 3 and min(i.asks) >= 0 for i in done.ingests)
     assert [r.messages for r in done.reads] == [20, 120]
     assert all(r.view > 0 and r.zoom > 0 and r.search > 0 for r in done.reads)
     assert done.peak_mib > 0
@@ -36,3 +39,7 @@ async def test_a_small_scale_run_times_every_slice_and_reads_at_each_checkpoint(
                             scale=done, targets=[verdict]))  # fmt: skip
     assert "### The scale run" in report and verdict.goal in report
     assert "| 120 | " in report  # the reads at the last checkpoint
+    assert "lines asked/msg" in report
+    back = tmp_path / "scale.json"
+    back.write_text(json.dumps(asdict(done)), encoding="utf-8")
+    assert scale.load(back) == done
