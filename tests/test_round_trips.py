@@ -15,12 +15,14 @@ import anyio
 import pytest
 
 from history import History, HistorySettings, lane
-from history.contract import Ask, Outline, Stored, Summary
+from history.contract import Ask, Message, Outline, Stored, Summary
 from history.errors import StoreError
+from history.store import Store
 from history.store.sqlite import SQLiteStore
 from history.trace import snapshot
 
 from .conftest import exchange
+from .stores import run_sql
 
 pytestmark = pytest.mark.anyio
 
@@ -154,10 +156,24 @@ async def test_a_failed_commit_keeps_the_messages_that_waited_for_it(tmp_path: P
         # The messages before the first that writes lines are committed, as they were done.
         assert outline is not None and outline.position == store.commits[0] > 0
         assert not outline.lines
+        # They are indexed for search with that commit, and nothing after them is.
+        assert await estimates(store) == estimates_in(MESSAGES[: outline.position + 1])
         store.fail_lines = False
         history.retry()
         await history.wait()
         assert await snapshot(history, []) == expected
+        assert await estimates(store) == estimates_in(MESSAGES)
+    rows = run_sql(store.url, "SELECT count(*) FROM search WHERE message IS NOT NULL")
+    assert rows == [(len(MESSAGES),)]  # each once
+
+
+async def estimates(store: Store) -> set[str | None]:
+    """The messages search finds for the word "estimate" (not those found beside them)."""
+    return {h.message for h in await store.search("t", "estimate", 50) if h.terms}
+
+
+def estimates_in(messages: Sequence[Message]) -> set[str | None]:
+    return {m.id for m in messages if "estimate" in m.text}
 
 
 async def test_a_fold_reads_the_parents_it_weighs_at_once(
