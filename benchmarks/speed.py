@@ -59,7 +59,7 @@ class Throughput:
     """Messages per second through `message_created` and processing."""
     raw: float
     """Messages per second stored into the same schema by the same driver as the plugin leaves
-    them (the message row and its search row, a transaction each; postings as the store
+    them (the message row and its search row, an autocommit INSERT each; postings as the store
     writes them)."""
     raw_messages: float
     """Message rows alone per second, one autocommit INSERT each."""
@@ -113,8 +113,15 @@ class Rows:
     """What the plugin writes for each message, as a raw writer would insert it: the message
     row, and its search row (None for a step the index leaves out)."""
 
+    threads: list[str]
     messages: list[tuple[Any, ...]]
     search: list[tuple[Any, ...] | None]
+
+    def part(self, start: int, stop: int) -> Rows:
+        return Rows(
+            threads=self.threads[start:stop], messages=self.messages[start:stop],
+            search=self.search[start:stop],
+        )  # fmt: skip
 
 
 def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
@@ -126,7 +133,7 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
     seqs: dict[str, int] = {}
     indexes: dict[str, int] = {}
     steps: dict[tuple[str, str], int] = {}
-    out = Rows(messages=[], search=[])
+    out = Rows(threads=[], messages=[], search=[])
     for m in messages:
         seq = seqs[m.thread] = seqs.get(m.thread, -1) + 1
         index = step_index = None
@@ -138,18 +145,20 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
             message=m, seq=seq, index=index, weight=weight(m, config.encoding),
             step_index=step_index,
         )  # fmt: skip
+        out.threads.append(m.thread)
         out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
         found = rows.stored_search_rows([stored], terms.DEFAULT_LANGUAGE)
         out.search.append(insert_search.args(found[0]) if found else None)
     return out
 
 
-def _raw_statements(dialect: Dialect) -> tuple[str, str, str, str]:
-    """The store's own statements: a message, a search row, a thread's postings written, and
-    its rows marked posted."""
-    names = ("insert_loaded_message", "insert_search", "post_search", "mark_posted")
-    a, b, c, d = (QUERIES[name][dialect].text for name in names)
-    return a, b, c, d
+def _sql(dialect: Dialect, *names: str) -> list[str]:
+    """The store's own statements, by name."""
+    return [QUERIES[name][dialect].text for name in names]
+
+
+_RAW = ("insert_loaded_message", "insert_search", "post_search", "mark_posted")
+"""What a raw writer runs: a message, its search row, a thread's postings and their mark."""
 
 
 async def _schema(where: str) -> None:
@@ -164,18 +173,19 @@ async def raw_rate(prepared: Rows, path: Path) -> float:
     row and its search row, one autocommit INSERT each, and a thread's postings written (by the
     store's own statements, in a transaction) once `POSTED_TOGETHER` of its rows wait."""
     await _schema(str(path))
-    insert, index, post, mark = _raw_statements("sqlite")
+    insert, index, post, mark = _sql("sqlite", *_RAW)
     waiting: dict[str, int] = {}
     async with aiosqlite.connect(path, isolation_level=None) as db:
         for pragma in PRAGMAS:
             await db.execute(f"PRAGMA {pragma}")
         started = time.perf_counter()
-        for row, search in zip(prepared.messages, prepared.search, strict=True):
+        for thread, row, search in zip(
+            prepared.threads, prepared.messages, prepared.search, strict=True
+        ):
             await db.execute(insert, row)
             if search is None:
                 continue
             await db.execute(index, search)
-            thread = row[1]
             waiting[thread] = waiting.get(thread, 0) + 1
             if waiting[thread] >= POSTED_TOGETHER:
                 await db.execute("BEGIN IMMEDIATE")
@@ -189,7 +199,7 @@ async def raw_rate(prepared: Rows, path: Path) -> float:
 async def message_rate(prepared: Rows, path: Path) -> float:
     """Message rows alone per second, one autocommit INSERT each: the least a store can do."""
     await _schema(str(path))
-    insert = QUERIES["insert_loaded_message"].sqlite.text
+    [insert] = _sql("sqlite", "insert_loaded_message")
     async with aiosqlite.connect(path, isolation_level=None) as db:
         for pragma in PRAGMAS:
             await db.execute(f"PRAGMA {pragma}")
@@ -203,7 +213,7 @@ async def batched_rate(prepared: Rows, path: Path) -> float:
     """Messages per second with every row in one transaction and the postings written once at
     the end (for scale)."""
     await _schema(str(path))
-    insert, index, post, mark = _raw_statements("sqlite")
+    insert, index, post, mark = _sql("sqlite", *_RAW)
     db = sqlite3.connect(path, isolation_level=None)
     for pragma in PRAGMAS:
         db.execute(f"PRAGMA {pragma}")
@@ -211,7 +221,7 @@ async def batched_rate(prepared: Rows, path: Path) -> float:
     db.execute("BEGIN IMMEDIATE")
     db.executemany(insert, prepared.messages)
     db.executemany(index, [r for r in prepared.search if r is not None])
-    for thread in {row[1] for row in prepared.messages}:
+    for thread in set(prepared.threads):
         db.execute(post, (thread,))
         db.execute(mark, (thread,))
     db.execute("COMMIT")
@@ -260,23 +270,20 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
     import asyncpg
 
     await _schema(url)
-    insert, index, post, mark = _raw_statements("postgresql")
+    insert, index, post, mark = _sql("postgresql", *_RAW)
     third = len(prepared.messages) // 3
-    parts = [
-        Rows(messages=prepared.messages[k * third : (k + 1) * third],
-             search=prepared.search[k * third : (k + 1) * third])
-        for k in range(3)
-    ]  # fmt: skip
+    parts = [prepared.part(k * third, (k + 1) * third) for k in range(3)]
     db = await asyncpg.connect(url)
     try:
         waiting: dict[str, int] = {}
         started = time.perf_counter()
-        for row, search in zip(parts[0].messages, parts[0].search, strict=True):
+        for thread, row, search in zip(
+            parts[0].threads, parts[0].messages, parts[0].search, strict=True
+        ):
             await db.execute(insert, *row)
             if search is None:
                 continue
             await db.execute(index, *search)
-            thread = row[1]
             waiting[thread] = waiting.get(thread, 0) + 1
             if waiting[thread] >= POSTED_TOGETHER:
                 async with db.transaction():
@@ -292,7 +299,7 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
         async with db.transaction():
             await db.executemany(insert, parts[2].messages)
             await db.executemany(index, [r for r in parts[2].search if r is not None])
-            for thread in {row[1] for row in parts[2].messages}:
+            for thread in set(parts[2].threads):
                 await db.execute(post, thread)
                 await db.execute(mark, thread)
         return stored, alone, third / (time.perf_counter() - started)

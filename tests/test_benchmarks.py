@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import corpora
+from benchmarks import corpora, speed
 from benchmarks.__main__ import run
 from benchmarks.cache import Meter, Prices, Prompt, count, token_ids
 from benchmarks.config import QUICK
 from benchmarks.fakes import compress, salient
+
+from .stores import run_sql
 
 TINY = replace(
     QUICK,
@@ -218,3 +220,19 @@ async def test_the_retrieval_benchmark_runs_alone(tmp_path: Path) -> None:
     assert results.runs == [] and results.retrieval is not None
     assert "## Retrieval" in report and "## How it is measured" not in report
     assert [t.messages for t in results.retrieval.timings] == [100]
+
+
+@pytest.mark.anyio
+async def test_the_raw_writer_stores_the_rows_the_plugin_stores(tmp_path: Path) -> None:
+    """The throughput's baseline is the plugin's own writes without the plugin: the same
+    message rows and search rows, in the same schema."""
+    messages = speed.spread(corpora.synthetic_corpus(150).conversations[0].messages, 2)
+    await speed.raw_rate(speed.placed(messages), tmp_path / "raw.sqlite")
+    await speed.plugin_rate(messages, tmp_path / "plugin.sqlite")
+    written = [
+        'SELECT id, thread, seq, idx, sidx, weight, author, "to", text, at FROM message',
+        "SELECT thread, agent, line, level, idx, message, words, length FROM search",
+    ]
+    for sql in written:
+        raw, plugin = (run_sql(str(tmp_path / f"{n}.sqlite"), sql) for n in ("raw", "plugin"))
+        assert len(raw) > 100 and sorted(raw) == sorted(plugin)
