@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from history.store import ranking
+
 from .config import Config
 from .corpora import Corpus
 from .cost import Run
@@ -379,8 +381,9 @@ def _scale(scale: Scale) -> list[str]:
         out += [
             f"`view()` at {last.messages:,} messages took {last.view / first.view:.2f}x its time "
             f"at {first.messages:,}; `search` {last.search / first.search:.1f}x: a search ranks "
-            "(bm25) every row that holds one of its words before it keeps the best, so its time "
-            "follows how many lines and messages hold the words, which grows with the thread.",
+            "(bm25) the rows that hold its words, but of a word more than "
+            f"{ranking.CANDIDATES:,} messages (or lines) hold only the newest "
+            f"{ranking.CANDIDATES:,}, so its time stops growing once its words are that common.",
             "",
         ]
     out += [f"Peak resident memory of the process that ran it: {scale.peak_mib:,.0f} MiB.", ""]

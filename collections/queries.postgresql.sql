@@ -68,6 +68,31 @@ FROM search_term AS t CROSS JOIN LATERAL (
 ) AS s
 WHERE t.term = ANY(:terms::text[]);
 
+-- name: search_frequencies
+SELECT t.term, t.line, count(*) AS count FROM search_term AS t
+WHERE t.term = ANY(:terms::text[]) GROUP BY t.term, t.line;
+
+-- name: search_newest
+SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM search_term AS t CROSS JOIN LATERAL (
+    SELECT length, at FROM search
+    WHERE thread = :thread AND agent = :agent AND line = t.line AND level = t.level
+      AND idx = t.idx
+    LIMIT 1
+) AS s
+WHERE t.term = :term AND t.line = :line
+ORDER BY t.level DESC, t.idx DESC LIMIT :cap;
+
+-- name: search_held
+SELECT t.term, t.line, t.level, t.idx, t.n
+FROM unnest(:key_terms::text[], :key_lines::boolean[], :key_levels::integer[],
+            :key_indexes::bigint[]) AS k (term, line, level, idx)
+CROSS JOIN LATERAL (
+    SELECT term, line, level, idx, n FROM search_term
+    WHERE term = k.term AND line = k.line AND level = k.level AND idx = k.idx
+    LIMIT 1
+) AS t;
+
 -- name: search_places
 SELECT s.idx, s.length, s.at FROM unnest(:indexes::bigint[]) AS k (idx) CROSS JOIN LATERAL (
     SELECT idx, length, at FROM search

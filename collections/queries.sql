@@ -283,6 +283,31 @@ CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent
 SELECT line, level, idx, words, length, at FROM search
 WHERE thread = :thread AND agent = :agent AND NOT posted;
 
+-- name: search_frequencies
+-- Search: how many postings each of the keyed terms (a JSON list) has, messages and lines
+-- apart, counted in the primary key alone (a term's postings are its thread's and agent's).
+SELECT t.term, t.line, count(*) AS count
+FROM json_each(:terms) AS k CROSS JOIN search_term AS t ON t.term = k.value
+GROUP BY t.term, t.line;
+
+-- name: search_newest
+-- Search: the newest `:cap` postings of one keyed term among messages or lines (lines from the
+-- highest level down), backwards along the primary key, with their rows' length and `at`.
+SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM search_term AS t
+CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent = :agent
+    AND s.line = t.line AND s.level = t.level AND s.idx = t.idx
+WHERE t.term = :term AND t.line = :line
+ORDER BY t.level DESC, t.idx DESC LIMIT :cap;
+
+-- name: search_held
+-- Search: how often rows hold keyed terms, by primary key (a JSON list of [term, line, level,
+-- idx]; a row that does not hold its term is left out).
+SELECT t.term, t.line, t.level, t.idx, t.n
+FROM json_each(:keys) AS k CROSS JOIN search_term AS t
+ON t.term = json_extract(k.value, '$[0]') AND t.line = json_extract(k.value, '$[1]')
+   AND t.level = json_extract(k.value, '$[2]') AND t.idx = json_extract(k.value, '$[3]');
+
 -- name: search_places
 -- Search: the length and `at` of one agent's messages by index (a JSON list), from the
 -- `search_place` index alone: the neighbours that windows weigh.

@@ -209,6 +209,27 @@ PLANNED: dict[str, Planned] = {
         thread="t",
         agent="",
     ),
+    "search frequencies": _planned(
+        "search_frequencies",
+        ("term",),
+        sorts=True,
+        terms='["k1venue", "k1plan"]',
+        arrays={"terms": ["k1venue", "k1plan"]},
+    ),
+    "search newest": _planned(
+        "search_newest", ("term", "line"), thread="t", agent="", term="k1venue", line=False, cap=9
+    ),
+    "search held": _planned(
+        "search_held",
+        ("term", "line", "level", "idx"),
+        keys='[["k1venue", false, 0, 1], ["k1plan", true, 1, 0]]',
+        arrays={
+            "key_terms": ["k1venue", "k1plan"],
+            "key_lines": [False, True],
+            "key_levels": [0, 1],
+            "key_indexes": [1, 0],
+        },
+    ),
     "search places": _planned(
         "search_places",
         ("thread", "agent", "line", "level", "idx"),

@@ -1,15 +1,21 @@
 """How search finds and ranks: the same reads and the same arithmetic for every store.
 
-A store answers four reads (`Reads`): the postings of the query's terms (each term keyed by
-the thread and agent, so they are the thread's own), the length and `at` of the rows ranking
-needs, the size of the thread's corpus, and what the listed results show. `search` does the
-rest, so SQLite and PostgreSQL return the same hits in the same order:
+A store answers the reads of `Reads`: the postings of the query's terms (each term keyed by
+the thread and agent, so they are the thread's own) and how many there are, the words of the
+rows still waiting for theirs, the length and `at` of the rows ranking needs, the size of the
+thread's corpus, and what the listed results show. `search` does the rest, so SQLite and
+PostgreSQL return the same hits in the same order:
 
 - A message scores by BM25 (k1 1.2, b 0.75; a stem's rarity among the thread's messages) of its
   own terms, plus the BM25 of its window (itself with the message before and after it, as one
   text), each divided by the best among the candidates: up to 2. So a short reply to a question
   is found through the question.
 - A line scores by BM25 among the thread's lines, divided by the best line's: up to 1.
+- The candidates are the rows holding a query stem; of a stem that more than `CANDIDATES`
+  messages (or lines) hold, only the newest of them (lines from the highest level down), with
+  its rarity taken from how many hold it and its counts read for every candidate. So a search
+  reads a bounded number of rows however long the thread grows, and is exact until a stem is
+  that common.
 - Better scores first, then the newest, then the lower level, the lower index, messages first.
   A line is listed only when it holds a query stem that no hit listed before it holds (so a
   line never comes with an ancestor or a message that says the same), one hit per label, and
@@ -33,6 +39,8 @@ K1 = 1.2
 B = 0.75
 WINDOW = 1
 """Messages on each side of a message that its window holds."""
+CANDIDATES = 500
+"""Of a stem that more messages (or lines) than this hold, only the newest are candidates."""
 
 Key = tuple[str, bool, int, int]
 """A row of the index: agent, line or message, level, index."""
@@ -54,6 +62,19 @@ class Reads(Protocol):
     async def unposted(self, agent: str) -> Sequence[Sequence[Any]]:
         """`line, level, idx, words, length, at` of one agent's rows whose postings are not
         written yet (the thread's rows only)."""
+
+    async def frequencies(self, agent: str, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
+        """`term, line, count`: how many postings each of one agent's keyed terms has."""
+
+    async def newest(
+        self, agent: str, term: str, *, line: bool, cap: int
+    ) -> Sequence[Sequence[Any]]:
+        """What `postings` reads, for one term among messages or lines: its newest `cap`
+        postings only (lines from the highest level down)."""
+
+    async def held(self, keys: Sequence[tuple[str, bool, int, int]]) -> Sequence[Sequence[Any]]:
+        """`term, line, level, idx, n` of the postings at `keys` (keyed term, line, level,
+        idx) that exist."""
 
     async def postings(self, agent: str, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
         """`term, line, level, idx, n, length, at` of the postings of one agent's keyed terms,
@@ -105,32 +126,111 @@ async def search(
     agents = ("", agent) if agent else ("",)
     counts: dict[Key, dict[str, int]] = {}
     places: dict[Key, Place] = {}
+    frequent: dict[tuple[str, bool, str], int] = {}
+    waiting: dict[str, list[Match]] = {}
     for a in agents:
-        keyed = {words.key(thread, a) + stem: stem for stem in stems}
-        # The rows that wait for their postings first: one posted in between is read twice,
-        # alike, and none is missed.
-        found: list[Sequence[Any]] = [
-            (term, line, level, index, n, length, at)
-            for line, level, index, held, length, at in await reads.unposted(a)
-            for term, n in Counter(held.split()).items()
-            if term in keyed
-        ]
-        found += await reads.postings(a, list(keyed))
-        for term, line, level, index, n, length, at in found:
-            key = (a, bool(line), level, index)
-            counts.setdefault(key, {})[keyed[term]] = n
-            places[key] = (length, at)
+        found, waiting[a] = await _gather(reads, thread, a, stems, counts, places)
+        frequent |= found
     if not counts:
         return []
     for a in agents:
         indexes = wanted(counts, a) - {k[3] for k in places if k[0] == a and not k[1]}
         for index, length, at in await reads.places(a, sorted(indexes)) if indexes else []:
             places[(a, False, 0, index)] = (length, at)
+        partly = {stem for b, _, stem in frequent if b == a}
+        await _fill(reads, thread, a, partly, waiting[a], counts, places)
     messages, lines = corpora([row for a in agents for row in await reads.corpora(a)])
-    ranked = rank(counts, places, stems, messages=messages, lines=lines, limit=limit)
+    ranked = rank(
+        counts, places, stems, messages=messages, lines=lines, limit=limit,
+        frequent={(line, stem): n for (_, line, stem), n in frequent.items()},
+    )  # fmt: skip
     read = await reads.details([r.key for r in ranked]) if ranked else []
     details = {(a, bool(line), level, i): row for a, line, level, i, *row in read}
     return [_hit(r, *details[r.key]) for r in ranked if r.key in details]
+
+
+Match = tuple[str, bool, int, int, int, int, str]
+"""A row holding a keyed term: the term, line or message, level, index, how often it holds it,
+the row's length and `at`."""
+
+
+async def _gather(
+    reads: Reads,
+    thread: str,
+    agent: str,
+    stems: Mapping[str, tuple[str, ...]],
+    counts: dict[Key, dict[str, int]],
+    places: dict[Key, Place],
+) -> tuple[dict[tuple[str, bool, str], int], list[Match]]:
+    """Read the agent's candidates into `counts` and `places`: every row holding a query stem,
+    except that of a stem more than `CANDIDATES` messages (or lines) hold, only the newest are
+    read (lines from the highest level down). Returns those frequent stems, with how many rows
+    hold them, and the matches among the rows still waiting for their postings."""
+    keyed = {words.key(thread, agent) + stem: stem for stem in stems}
+    # The rows that wait for their postings first: one posted in between is read twice,
+    # alike, and none is missed.
+    waiting: list[Match] = [
+        (term, bool(line), level, index, n, length, at)
+        for line, level, index, held, length, at in await reads.unposted(agent)
+        for term, n in Counter(held.split()).items()
+        if term in keyed
+    ]
+    sizes = Counter((m[0], m[1]) for m in waiting)
+    sizes.update({(t, bool(line)): n for t, line, n in await reads.frequencies(agent, list(keyed))})
+    frequent = {(t, line) for (t, line), n in sizes.items() if n > CANDIDATES}
+    partly = {t for t, _ in frequent}
+    found = [m for m in waiting if (m[0], m[1]) not in frequent]
+    whole = [t for t in keyed if t not in partly]
+    found += [_match(r) for r in await reads.postings(agent, whole)] if whole else []
+    for t in partly:
+        for line in (False, True):
+            mine = [m for m in waiting if (m[0], m[1]) == (t, line)]
+            posted = sizes[t, line] - len(mine)
+            if (t, line) in frequent:  # the newest, waiting or posted
+                newest = mine + await _newest(reads, agent, t, line, CANDIDATES)
+                found += sorted(newest, key=lambda m: (m[2], m[3]), reverse=True)[:CANDIDATES]
+            elif posted:  # all of them (those waiting are found already)
+                found += await _newest(reads, agent, t, line, posted)
+    for term, line, level, index, n, length, at in found:
+        key = (agent, line, level, index)
+        counts.setdefault(key, {})[keyed[term]] = n
+        places[key] = (length, at)
+    return {(agent, line, keyed[t]): sizes[t, line] for t, line in frequent}, waiting
+
+
+async def _newest(reads: Reads, agent: str, term: str, line: bool, cap: int) -> list[Match]:
+    return [_match(r) for r in await reads.newest(agent, term, line=line, cap=cap)]
+
+
+def _match(row: Sequence[Any]) -> Match:
+    term, line, level, index, n, length, at = row
+    return term, bool(line), level, index, n, length, at
+
+
+async def _fill(
+    reads: Reads,
+    thread: str,
+    agent: str,
+    stems: set[str],
+    waiting: Sequence[Match],
+    counts: dict[Key, dict[str, int]],
+    places: Mapping[Key, Place],
+) -> None:
+    """Give the agent's candidates and the neighbours their windows weigh their counts of the
+    frequent `stems`, whose rows were read only in part."""
+    if not stems:
+        return
+    keyed = {words.key(thread, agent) + stem: stem for stem in stems}
+    keys = sorted(
+        (term, line, level, index) for a, line, level, index in places if a == agent
+        for term in keyed
+    )  # fmt: skip
+    found = [_match((*r, 0, "")) for r in await reads.held(keys)]
+    found += [m for m in waiting if m[0] in keyed]
+    for term, line, level, index, n, *_ in found:
+        key = (agent, line, level, index)
+        if key in places:
+            counts.setdefault(key, {})[keyed[term]] = n
 
 
 def wanted(counts: Mapping[Key, Counts], agent: str) -> set[int]:
@@ -163,12 +263,19 @@ def rank(
     messages: Corpus,
     lines: Corpus,
     limit: int,
+    frequent: Mapping[tuple[bool, str], int] | None = None,
 ) -> list[Ranked]:
-    """The results, best first: at most `limit` (see the module's docstring)."""
+    """The results, best first: at most `limit` (see the module's docstring). `frequent` are
+    the stems whose rows were read only in part, by whether they are lines, with how many rows
+    hold them: their rarity is taken from these counts."""
+    known = frequent or {}
     said = {(k[0], k[3]): c for k, c in counts.items() if not k[1]}
     lengths = {(k[0], k[3]): p[0] for k, p in places.items() if not k[1]}
-    scores = _bm25(said, lengths, messages)
-    for position, score in _windows(said, messages, lengths).items():
+    held = {stem: n for (line, stem), n in known.items() if not line}
+    scores = _bm25(said, lengths, messages, held)
+    # A window holds a stem when one of its messages does: at most three times as many.
+    spread = {stem: min(messages.rows, (2 * WINDOW + 1) * n) for stem, n in held.items()}
+    for position, score in _windows(said, messages, lengths, spread).items():
         scores[position] = scores.get(position, 0.0) + score
     found = {k: c for k, c in counts.items() if k[1]}
     length = {k: places[k][0] for k in found}
@@ -182,7 +289,9 @@ def rank(
     ]
     ranked += [
         (-score, stamps[places[k][1]], k[2], k[3], True, k[0], k, found[k])
-        for k, score in _bm25(found, length, lines).items()
+        for k, score in _bm25(
+            found, length, lines, {stem: n for (line, stem), n in known.items() if line}
+        ).items()
     ]
     ranked.sort()
     return [
@@ -210,13 +319,19 @@ def _hit(r: Ranked, message: str | None, since: str, text: str) -> Hit:
     )
 
 
-def _bm25(counts: Mapping[T, Counts], lengths: Mapping[T, int], corpus: Corpus) -> dict[T, float]:
-    """Each row's BM25 against the corpus (a stem's rarity: among the rows given), divided by
-    the best."""
+def _bm25(
+    counts: Mapping[T, Counts],
+    lengths: Mapping[T, int],
+    corpus: Corpus,
+    known: Mapping[str, int] | None = None,
+) -> dict[T, float]:
+    """Each row's BM25 against the corpus (a stem's rarity: among the rows given, or as `known`
+    says), divided by the best."""
     df: dict[str, int] = {}
     for held in counts.values():
         for stem in held:
             df[stem] = df.get(stem, 0) + 1
+    df.update((stem, n) for stem, n in (known or {}).items() if stem in df)
     n, average = corpus.rows, corpus.average
     idf = {stem: math.log(1 + (max(n - d, 0) + 0.5) / (d + 0.5)) for stem, d in df.items()}
     scores = {}
@@ -231,7 +346,10 @@ def _bm25(counts: Mapping[T, Counts], lengths: Mapping[T, int], corpus: Corpus) 
 
 
 def _windows(
-    said: Mapping[Position, Counts], corpus: Corpus, lengths: Mapping[Position, int]
+    said: Mapping[Position, Counts],
+    corpus: Corpus,
+    lengths: Mapping[Position, int],
+    known: Mapping[str, int],
 ) -> dict[Position, float]:
     """Each message's window score, against the best: BM25 of it with its neighbours as one
     text, among the windows of the thread's messages."""
@@ -249,7 +367,7 @@ def _windows(
         windows[(agent, index)] = tf
         sizes[(agent, index)] = size
     wide = Corpus(rows=corpus.rows, terms=(2 * WINDOW + 1) * corpus.terms)
-    return _bm25(windows, sizes, wide)
+    return _bm25(windows, sizes, wide, known)
 
 
 def _listed(ranked: Sequence[Entry], limit: int) -> list[Entry]:

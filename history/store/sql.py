@@ -16,9 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 
@@ -29,6 +27,7 @@ from . import ranking, records, rows
 from .adapter import Body, Database, Transaction
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
+from .searching import SearchReads
 from .writes import POSTED_TOGETHER, apply, foreign, index_lines, index_thread, post, thread_records
 
 log = logging.getLogger(__name__)
@@ -311,7 +310,7 @@ class SQLStore:
 
         async def read(tx: Transaction) -> list[Hit]:
             await tx.few_rows()
-            reads = _SearchReads(tx=tx, thread=thread)
+            reads = SearchReads(tx=tx, thread=thread)
             return await ranking.search(reads, thread, query, limit, language=language, agent=agent)
 
         return await self._sql.run(read, mode="snapshot")
@@ -353,47 +352,6 @@ class SQLStore:
 
     def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
         return self._sql.claim(thread)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _SearchReads:
-    """Search's reads (`ranking.Reads`) of one thread, in the caller's snapshot; their rows as
-    `ranking` takes them, in the order of its columns."""
-
-    tx: Transaction
-    thread: str
-
-    async def unposted(self, agent: str) -> list[tuple[Any, ...]]:
-        found = await self.tx.fetch("search_unposted", thread=self.thread, agent=agent)
-        return _columns(found, "line", "level", "idx", "words", "length", "at")
-
-    async def postings(self, agent: str, terms: Sequence[str]) -> list[tuple[Any, ...]]:
-        found = await self.tx.fetch(
-            "search_postings", terms=list(terms), thread=self.thread, agent=agent
-        )
-        return _columns(found, "term", "line", "level", "idx", "n", "length", "at")
-
-    async def places(self, agent: str, indexes: Sequence[int]) -> list[tuple[Any, ...]]:
-        found = await self.tx.fetch(
-            "search_places", indexes=list(indexes), thread=self.thread, agent=agent
-        )
-        return _columns(found, "idx", "length", "at")
-
-    async def corpora(self, agent: str) -> list[tuple[Any, ...]]:
-        found = await self.tx.fetch("search_corpora", thread=self.thread, agent=agent)
-        return _columns(found, "line", "count", "terms")
-
-    async def details(self, keys: Sequence[ranking.Key]) -> list[tuple[Any, ...]]:
-        found = await self.tx.fetch(
-            "search_details", thread=self.thread, keys=[list(key) for key in keys],
-            key_agents=[k[0] for k in keys], key_lines=[k[1] for k in keys],
-            key_levels=[k[2] for k in keys], key_indexes=[k[3] for k in keys],
-        )  # fmt: skip
-        return _columns(found, "agent", "line", "level", "idx", "message", "since", "text")
-
-
-def _columns(found: Sequence[rows.Record], *columns: str) -> list[tuple[Any, ...]]:
-    return [tuple(row[column] for column in columns) for row in found]
 
 
 def _migration(name: str, filename: str, dialect: Dialect) -> Body[None]:

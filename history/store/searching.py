@@ -1,0 +1,70 @@
+"""Search's reads (`ranking.Reads`) in SQL: one statement each, run in the caller's
+transaction, their rows handed to `ranking` as tuples in the order of its columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import ranking, rows
+from .adapter import Transaction
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchReads:
+    """Search's reads (`ranking.Reads`) of one thread, in the caller's snapshot; their rows as
+    `ranking` takes them, in the order of its columns."""
+
+    tx: Transaction
+    thread: str
+
+    async def unposted(self, agent: str) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch("search_unposted", thread=self.thread, agent=agent)
+        return _columns(found, "line", "level", "idx", "words", "length", "at")
+
+    async def frequencies(self, agent: str, terms: Sequence[str]) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch("search_frequencies", terms=list(terms))
+        return _columns(found, "term", "line", "count")
+
+    async def newest(self, agent: str, term: str, *, line: bool, cap: int) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_newest", thread=self.thread, agent=agent, term=term, line=line, cap=cap
+        )
+        return _columns(found, "term", "line", "level", "idx", "n", "length", "at")
+
+    async def held(self, keys: Sequence[tuple[str, bool, int, int]]) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_held", keys=[list(key) for key in keys],
+            key_terms=[k[0] for k in keys], key_lines=[k[1] for k in keys],
+            key_levels=[k[2] for k in keys], key_indexes=[k[3] for k in keys],
+        )  # fmt: skip
+        return _columns(found, "term", "line", "level", "idx", "n")
+
+    async def postings(self, agent: str, terms: Sequence[str]) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_postings", terms=list(terms), thread=self.thread, agent=agent
+        )
+        return _columns(found, "term", "line", "level", "idx", "n", "length", "at")
+
+    async def places(self, agent: str, indexes: Sequence[int]) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_places", indexes=list(indexes), thread=self.thread, agent=agent
+        )
+        return _columns(found, "idx", "length", "at")
+
+    async def corpora(self, agent: str) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch("search_corpora", thread=self.thread, agent=agent)
+        return _columns(found, "line", "count", "terms")
+
+    async def details(self, keys: Sequence[ranking.Key]) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_details", thread=self.thread, keys=[list(key) for key in keys],
+            key_agents=[k[0] for k in keys], key_lines=[k[1] for k in keys],
+            key_levels=[k[2] for k in keys], key_indexes=[k[3] for k in keys],
+        )  # fmt: skip
+        return _columns(found, "agent", "line", "level", "idx", "message", "since", "text")
+
+
+def _columns(found: Sequence[rows.Record], *columns: str) -> list[tuple[Any, ...]]:
+    return [tuple(row[column] for column in columns) for row in found]
