@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from history.store.writes import POSTED_TOGETHER
+
 from .cache import OPENAI_MINIMUM
 from .cost import Run
 from .scale import Scale
@@ -176,16 +178,20 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
             "in one of 5,000."
         )
         for i in over:
-            if i.asks and i.asks[-1] > i.asks[0]:
-                why += (
-                    f" Into {i.threads:,} thread(s), where no thread grows past "
-                    f"{i.messages // i.threads:,} messages, the first slice's messages asked "
-                    f"the summarizer for {i.asks[0]:.2f} lines each and the last's for "
-                    f"{i.asks[-1]:.2f}: a thread's first messages only join its tail, and its "
-                    "cuts (lines, merges, folds) and the search postings written every 64 "
-                    "rows come later, so the first slice is the cheap start of every thread, "
-                    "not the cost of a short one."
-                )
+            per_thread = i.messages // i.threads
+            if per_thread > POSTED_TOGETHER * 4:
+                continue
+            why += (
+                f" Into {i.threads:,} thread(s) no thread grows past {per_thread:,} messages, "
+                "so the first slices are every thread's cheap start: a thread's search "
+                f"postings are written once {POSTED_TOGETHER} of its rows wait (from its "
+                f"{POSTED_TOGETHER}th message on, the slice of message "
+                f"{i.threads * POSTED_TOGETHER:,} here), and its cuts once its tail is full "
+                f"(lines asked per message: {i.asks[0]:.2f} in the first slice, "
+                f"{i.asks[-1]:.2f} in the last)."
+                if i.asks
+                else ""
+            )
     return Target(
         goal=f"ingest cost flat: a message of the last slice within {limit}x of the first's",
         met=not over,
