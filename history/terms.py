@@ -149,7 +149,9 @@ STOP_WORDS = frozenset(
 )
 """English words a query leaves out when it has others: they are in nearly every message, so
 they weigh next to nothing and would only make a search read more."""
-KEY_LENGTH = 8
+KEY_LENGTH = 16
+"""Hexadecimal digits of a thread's (and agent's) key: 64 bits, so that two of a million threads
+share one with a chance of about one in thirty million (two that did would share postings)."""
 
 _WORD = re.compile(r"[^\W_]+")
 _ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")

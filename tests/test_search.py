@@ -11,9 +11,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from history import ConfigurationError, History, HistorySettings, Summary
+from history import ConfigurationError, History, HistorySettings, Summary, terms
+from history.contract import Stored
 from history.store import Store, open_store, ranking
 from history.store import rows as store_rows
+from history.store.queries import QUERIES as STATEMENTS
 from history.store.writes import POSTED_TOGETHER
 
 from .chats import SMALL, ingest, long_chat
@@ -244,7 +246,9 @@ async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database
     assert {h.message for h in hits if "budget" in h.terms} == {f"t-{n}" for n in range(2, 80, 10)}
 
 
-def test_a_store_whose_triggers_wrote_the_postings_is_searched_alike(tmp_path: Path) -> None:
+def test_a_store_whose_triggers_wrote_the_postings_is_upgraded_and_searched(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "posted.sqlite"
     db = sqlite3.connect(path, isolation_level=None)
     db.execute(store_rows.MIGRATION_TABLE)
@@ -255,19 +259,49 @@ def test_a_store_whose_triggers_wrote_the_postings_is_searched_alike(tmp_path: P
             db.execute(statement)
         db.execute("INSERT INTO migration VALUES (?, ?)", (name, "2026-11-01T00:00:00+00:00"))
     db.execute("INSERT INTO search_language VALUES ('english')")
+    insert = STATEMENTS["insert_loaded_message"].sqlite
     for k, text in enumerate(["the venue is booked", "lunch at noon"]):
-        row = store_rows.message_search_row(message(k, text), k, "english")
+        sent = message(k, text)
+        stored = Stored(message=sent, seq=k, index=k, weight=5)
+        db.execute(insert.text, insert.args(store_rows.loaded_message_row(stored)))
+        row = store_rows.message_search_row(sent, k, "english")
         db.execute(  # as the store wrote it then: its trigger wrote the postings
             "INSERT INTO search (thread, agent, line, level, idx, message, since, at, text, "
             "words, length) VALUES (:thread, :agent, :line, :level, :idx, :message, :since, "
             ":at, :text, :words, :length)",
             row,
         )
+    outline = STATEMENTS["new_outline"].sqlite
+    db.execute(outline.text, outline.args({**store_rows.new_outline_row("t"), "position": 1}))
     db.close()
 
     async def search_it() -> list[tuple[str | None, tuple[str, ...]]]:
         async with opened(str(path)) as store:
             return [(h.message, h.terms) for h in await store.search("t", "venue", 10)]
 
+    # Both steps since: postings in batches, and longer keys (the thread indexed again).
     assert anyio.run(search_it) == [("t-0", ("venue",)), ("t-1", ())]
     assert unposted(str(path)) == 0
+
+
+async def test_a_store_indexed_with_short_keys_is_indexed_again_as_it_opens(
+    database: str,
+) -> None:
+    settings = HistorySettings(summarizer="scripted")
+    async with History(settings, store=database) as history:
+        for m in exchange(["the venue is booked", "lunch at noon"]):
+            await history.message_created(m)
+        await history.wait()
+        expected = await history.store.search("t", "venue lunch", 10)
+    assert [h.message for h in expected if h.terms] == ["t-0", "t-2"]
+    # As a store of before left it: keys of 8 digits (here, words no search finds).
+    for sql in (
+        "DELETE FROM migration WHERE name = '0017_search_keys'",
+        "UPDATE search SET words = ' 0123abcdvenue '",
+    ):
+        await anyio.to_thread.run_sync(run_sql, database, sql)
+    async with opened(database) as store:
+        assert await store.search("t", "venue lunch", 10) == expected
+    words = await anyio.to_thread.run_sync(run_sql, database, "SELECT words FROM search")
+    assert all(w.split()[0][: terms.KEY_LENGTH] == terms.key("t", "") for (w,) in words)
+    assert terms.KEY_LENGTH == 16

@@ -44,6 +44,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0014_indexes", "indexes.sql"),
     ("0015_search_terms", "search_terms.sql"),
     ("0016_search_posted", "search_posted.sql"),
+    ("0017_search_keys", "search_keys.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
