@@ -161,9 +161,17 @@ async def test_sqlite_and_postgresql_give_the_same_hits_in_the_same_order(
     for url in both:
         await ingest(chat, settings, store=url)
         async with opened(url) as store:
-            found.append([await store.search(t, q, 10) for t in ("t", "u") for q in QUERIES])
+            found.append(
+                [
+                    await store.search(t, q, 10, agent=agent)
+                    for t in ("t", "u")
+                    for q in QUERIES
+                    for agent in (None, "north")  # north's steps too
+                ]
+            )
     assert found[0] == found[1]
     assert sum(len(hits) for hits in found[0]) > 40
+    assert any(h.agent == "north" for hits in found[0] for h in hits)
 
 
 async def test_of_a_frequent_word_only_the_newest_rows_are_candidates(

@@ -126,23 +126,26 @@ async def search(
     agents = ("", agent) if agent else ("",)
     counts: dict[Key, dict[str, int]] = {}
     places: dict[Key, Place] = {}
-    frequent: dict[tuple[str, bool, str], int] = {}
+    frequent: dict[str, set[tuple[bool, str]]] = {}
+    holding: Counter[tuple[bool, str]] = Counter()
     waiting: dict[str, list[Match]] = {}
     for a in agents:
-        found, waiting[a] = await _gather(reads, thread, a, stems, counts, places)
-        frequent |= found
+        frequent[a], sizes, waiting[a] = await _gather(reads, thread, a, stems, counts, places)
+        holding.update(sizes)
     if not counts:
         return []
     for a in agents:
         indexes = wanted(counts, a) - {k[3] for k in places if k[0] == a and not k[1]}
         for index, length, at in await reads.places(a, sorted(indexes)) if indexes else []:
             places[(a, False, 0, index)] = (length, at)
-        partly = {stem for b, _, stem in frequent if b == a}
+        partly = {stem for _, stem in frequent[a]}
         await _fill(reads, thread, a, partly, waiting[a], counts, places)
     messages, lines = corpora([row for a in agents for row in await reads.corpora(a)])
+    # A stem read in part for any agent: its rarity from how many rows of every agent hold it.
+    capped = set().union(*frequent.values())
     ranked = rank(
         counts, places, stems, messages=messages, lines=lines, limit=limit,
-        frequent={(line, stem): n for (_, line, stem), n in frequent.items()},
+        frequent={k: holding[k] for k in capped},
     )  # fmt: skip
     read = await reads.details([r.key for r in ranked]) if ranked else []
     details = {(a, bool(line), level, i): row for a, line, level, i, *row in read}
@@ -161,11 +164,12 @@ async def _gather(
     stems: Mapping[str, tuple[str, ...]],
     counts: dict[Key, dict[str, int]],
     places: dict[Key, Place],
-) -> tuple[dict[tuple[str, bool, str], int], list[Match]]:
+) -> tuple[set[tuple[bool, str]], dict[tuple[bool, str], int], list[Match]]:
     """Read the agent's candidates into `counts` and `places`: every row holding a query stem,
     except that of a stem more than `CANDIDATES` messages (or lines) hold, only the newest are
-    read (lines from the highest level down). Returns those frequent stems, with how many rows
-    hold them, and the matches among the rows still waiting for their postings."""
+    read (lines from the highest level down). Returns those frequent stems (lines or not), how
+    many of the agent's rows hold each stem, and the matches among the rows still waiting for
+    their postings."""
     keyed = {words.key(thread, agent) + stem: stem for stem in stems}
     # The rows that wait for their postings first: one posted in between is read twice,
     # alike, and none is missed.
@@ -195,7 +199,8 @@ async def _gather(
         key = (agent, line, level, index)
         counts.setdefault(key, {})[keyed[term]] = n
         places[key] = (length, at)
-    return {(agent, line, keyed[t]): sizes[t, line] for t, line in frequent}, waiting
+    held = {(line, keyed[t]): n for (t, line), n in sizes.items()}
+    return {(line, keyed[t]) for t, line in frequent}, held, waiting
 
 
 async def _newest(reads: Reads, agent: str, term: str, line: bool, cap: int) -> list[Match]:
