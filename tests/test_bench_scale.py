@@ -15,6 +15,9 @@ import pytest
 from benchmarks import scale, targets
 from benchmarks.config import QUICK
 from benchmarks.report import Results, render
+from history import History, HistorySettings
+
+from .conftest import exchange
 
 
 @pytest.mark.anyio
@@ -43,3 +46,20 @@ async def test_a_small_scale_run_times_every_slice_and_reads_at_each_checkpoint(
     back = tmp_path / "scale.json"
     back.write_text(json.dumps(asdict(done)), encoding="utf-8")
     assert scale.load(back) == done
+
+
+@pytest.mark.anyio
+async def test_each_slice_counts_the_lines_its_cuts_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = HistorySettings(summarizer="scripted", tail=(40, 80), outline=(300, 600), kept=1)
+    monkeypatch.setattr(scale, "settings", lambda: small)  # budgets that cut from the start
+    messages = exchange([f"point {k}: the estimate moved to {k * 7} hours" for k in range(30)])
+    ingested, _ = await scale.ingest(messages, tmp_path / "s.sqlite", threads=1, slice=20)
+    async with History(small, store=tmp_path / "again.sqlite") as history:
+        for m in messages:
+            await history.message_created(m)
+        await history.wait()
+        asked = history.counters.asks
+    assert len(ingested.asks) == 3 and ingested.asks[0] == 0 < min(ingested.asks[1:])
+    assert sum(a * 20 for a in ingested.asks) == pytest.approx(asked)

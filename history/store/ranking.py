@@ -63,8 +63,9 @@ class Reads(Protocol):
         """`line, level, idx, words, length, at` of one agent's rows whose postings are not
         written yet (the thread's rows only)."""
 
-    async def frequencies(self, agent: str, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
-        """`term, line, count`: how many postings each of one agent's keyed terms has."""
+    async def frequencies(self, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
+        """`term, line, count`: how many postings each keyed term has (its key names the
+        thread and the agent)."""
 
     async def newest(
         self, agent: str, term: str, *, line: bool, cap: int
@@ -180,7 +181,7 @@ async def _gather(
         if term in keyed
     ]
     sizes = Counter((m[0], m[1]) for m in waiting)
-    sizes.update({(t, bool(line)): n for t, line, n in await reads.frequencies(agent, list(keyed))})
+    sizes.update({(t, bool(line)): n for t, line, n in await reads.frequencies(list(keyed))})
     frequent = {(t, line) for (t, line), n in sizes.items() if n > CANDIDATES}
     partly = {t for t, _ in frequent}
     found = [m for m in waiting if (m[0], m[1]) not in frequent]
@@ -222,15 +223,16 @@ async def _fill(
     places: Mapping[Key, Place],
 ) -> None:
     """Give the agent's candidates and the neighbours their windows weigh their counts of the
-    frequent `stems`, whose rows were read only in part."""
-    if not stems:
-        return
+    frequent `stems`, whose rows were read only in part: those not read already."""
     keyed = {words.key(thread, agent) + stem: stem for stem in stems}
-    keys = sorted(
-        (term, line, level, index) for a, line, level, index in places if a == agent
-        for term in keyed
-    )  # fmt: skip
-    found = [_match((*r, 0, "")) for r in await reads.held(keys)]
+    missing = [
+        (term, line, level, index)
+        for a, line, level, index in sorted(places) if a == agent
+        for term, stem in keyed.items() if stem not in counts.get((a, line, level, index), {})
+    ]  # fmt: skip
+    if not missing:
+        return
+    found = [_match((*r, 0, "")) for r in await reads.held(missing)]
     found += [m for m in waiting if m[0] in keyed]
     for term, line, level, index, n, *_ in found:
         key = (agent, line, level, index)

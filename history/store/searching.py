@@ -23,7 +23,7 @@ class SearchReads:
         found = await self.tx.fetch("search_unposted", thread=self.thread, agent=agent)
         return _columns(found, "line", "level", "idx", "words", "length", "at")
 
-    async def frequencies(self, agent: str, terms: Sequence[str]) -> list[tuple[Any, ...]]:
+    async def frequencies(self, terms: Sequence[str]) -> list[tuple[Any, ...]]:
         found = await self.tx.fetch("search_frequencies", terms=list(terms))
         return _columns(found, "term", "line", "count")
 
