@@ -21,7 +21,7 @@ import time
 import tracemalloc
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -116,12 +116,19 @@ class Rows:
     threads: list[str]
     messages: list[tuple[Any, ...]]
     search: list[tuple[Any, ...] | None]
+    due: list[str | None]
+    """The thread whose postings are written after each message: once `POSTED_TOGETHER` of
+    its search rows wait, as the store writes them."""
 
     def part(self, start: int, stop: int) -> Rows:
         return Rows(
             threads=self.threads[start:stop], messages=self.messages[start:stop],
-            search=self.search[start:stop],
+            search=self.search[start:stop], due=self.due[start:stop],
         )  # fmt: skip
+
+    def writes(self) -> Iterator[tuple[tuple[Any, ...], tuple[Any, ...] | None, str | None]]:
+        """Each message's row, its search row, and the thread whose postings are due."""
+        return zip(self.messages, self.search, self.due, strict=True)
 
 
 def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
@@ -133,7 +140,8 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
     seqs: dict[str, int] = {}
     indexes: dict[str, int] = {}
     steps: dict[tuple[str, str], int] = {}
-    out = Rows(threads=[], messages=[], search=[])
+    out = Rows(threads=[], messages=[], search=[], due=[])
+    waiting: dict[str, int] = {}
     for m in messages:
         seq = seqs[m.thread] = seqs.get(m.thread, -1) + 1
         index = step_index = None
@@ -149,6 +157,11 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
         out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
         found = rows.stored_search_rows([stored], terms.DEFAULT_LANGUAGE)
         out.search.append(insert_search.args(found[0]) if found else None)
+        waiting[m.thread] = waiting.get(m.thread, 0) + bool(found)
+        due = waiting[m.thread] >= POSTED_TOGETHER
+        out.due.append(m.thread if due else None)
+        if due:
+            waiting[m.thread] = 0
     return out
 
 
@@ -174,25 +187,19 @@ async def raw_rate(prepared: Rows, path: Path) -> float:
     store's own statements, in a transaction) once `POSTED_TOGETHER` of its rows wait."""
     await _schema(str(path))
     insert, index, post, mark = _sql("sqlite", *_RAW)
-    waiting: dict[str, int] = {}
     async with aiosqlite.connect(path, isolation_level=None) as db:
         for pragma in PRAGMAS:
             await db.execute(f"PRAGMA {pragma}")
         started = time.perf_counter()
-        for thread, row, search in zip(
-            prepared.threads, prepared.messages, prepared.search, strict=True
-        ):
+        for row, search, due in prepared.writes():
             await db.execute(insert, row)
-            if search is None:
-                continue
-            await db.execute(index, search)
-            waiting[thread] = waiting.get(thread, 0) + 1
-            if waiting[thread] >= POSTED_TOGETHER:
+            if search is not None:
+                await db.execute(index, search)
+            if due is not None:
                 await db.execute("BEGIN IMMEDIATE")
-                await db.execute(post, (thread,))
-                await db.execute(mark, (thread,))
+                await db.execute(post, (due,))
+                await db.execute(mark, (due,))
                 await db.execute("COMMIT")
-                waiting[thread] = 0
         return len(prepared.messages) / (time.perf_counter() - started)
 
 
@@ -275,21 +282,15 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
     parts = [prepared.part(k * third, (k + 1) * third) for k in range(3)]
     db = await asyncpg.connect(url)
     try:
-        waiting: dict[str, int] = {}
         started = time.perf_counter()
-        for thread, row, search in zip(
-            parts[0].threads, parts[0].messages, parts[0].search, strict=True
-        ):
+        for row, search, due in parts[0].writes():
             await db.execute(insert, *row)
-            if search is None:
-                continue
-            await db.execute(index, *search)
-            waiting[thread] = waiting.get(thread, 0) + 1
-            if waiting[thread] >= POSTED_TOGETHER:
+            if search is not None:
+                await db.execute(index, *search)
+            if due is not None:
                 async with db.transaction():
-                    await db.execute(post, thread)
-                    await db.execute(mark, thread)
-                waiting[thread] = 0
+                    await db.execute(post, due)
+                    await db.execute(mark, due)
         stored = third / (time.perf_counter() - started)
         started = time.perf_counter()
         for row in parts[1].messages:

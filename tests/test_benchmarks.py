@@ -20,6 +20,7 @@ from benchmarks.__main__ import run
 from benchmarks.cache import Meter, Prices, Prompt, count, token_ids
 from benchmarks.config import QUICK
 from benchmarks.fakes import compress, salient
+from history.store.writes import POSTED_TOGETHER
 
 from .stores import run_sql
 
@@ -236,3 +237,9 @@ async def test_the_raw_writer_stores_the_rows_the_plugin_stores(tmp_path: Path) 
     for sql in written:
         raw, plugin = (run_sql(str(tmp_path / f"{n}.sqlite"), sql) for n in ("raw", "plugin"))
         assert len(raw) > 100 and sorted(raw) == sorted(plugin)
+    # Its postings are written as the store writes them: no thread leaves 64 rows waiting.
+    waiting = run_sql(str(tmp_path / "raw.sqlite"), "SELECT thread, count(*) FROM search "
+                      "WHERE NOT posted GROUP BY thread")  # fmt: skip
+    posted = run_sql(str(tmp_path / "raw.sqlite"), "SELECT count(*) FROM search WHERE posted")
+    assert len(waiting) == 2 and all(n < POSTED_TOGETHER for _, n in waiting)
+    assert posted[0][0] >= POSTED_TOGETHER
