@@ -246,10 +246,5 @@ def key(thread: str, agent: str) -> str:
 
 def keyed(prefix: str, stems: Sequence[str]) -> str:
     """Terms as a row stores them: each with its thread's key and a space on either side
-    (` a  b `), so that counting ` {term} ` in them counts the term (see `counted`)."""
+    (` a  b `), which the postings are made from."""
     return "".join(f" {prefix}{stem} " for stem in stems)
-
-
-def counted(term: str) -> str:
-    """A term as `keyed` surrounds it: what a store counts in a row's words."""
-    return f" {term} "

@@ -49,13 +49,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
 
-THREAD_COLUMNS = "thread, title, settings"
 MESSAGE_COLUMNS = 'id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx'
-SUMMARY_COLUMNS = "thread, level, idx, text, bytes, message, at, agent"
-OUTLINE_COLUMNS = (
-    "thread, epoch, lines, bytes, boundary, since, cut_at, gone, tail_start, tokens, draining, "
-    "position, version, floor, steps"
-)
+"""A message row's columns, and a call's: for writing rows outside a store (`insert`)."""
 CALL_COLUMNS = (
     "thread, key, n, model, level, idx, prompts, answers, line, outcome, "
     "input_tokens, output_tokens, agent"
