@@ -8,6 +8,7 @@ batches, under the thread's claim, and tells the listeners what each commit aske
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
@@ -16,7 +17,7 @@ import anyio
 from .asking import Asker, Counters, describe
 from .contract import Ask, Outline, Stored, Task
 from .errors import StoreError
-from .lane import BATCH, Lane
+from .lane import BATCH, TOGETHER, Lane
 from .processing import MessageReader, Vanished
 from .processors.compact import compact
 from .processors.summarize import Nodes, boundaries
@@ -147,7 +148,7 @@ class Runner:
                 return
             handed = lane.take_handed(state.position)
             batch = handed
-            if not batch:
+            if not batch and not self._all_handed(lane, state):
                 batch = await self.store.pending(thread, state.position, BATCH)
             if lane.generation != generation:
                 continue  # erased while we read: start again from what is stored now
@@ -157,27 +158,30 @@ class Runner:
             if state.position < 0:  # its first processing: the settings it is built with
                 await self.store.describe(thread, settings=recorded(self.settings))
             recent = lane.recent
-            waiting: list[Stored] = []  # processed, and not yet committed
             for k, stored in enumerate(batch):
                 recent[stored.message.id] = stored
+                # A message that only joins the tail is committed with a later one: on a shared
+                # store within the batch (the claim is let go after it), else up to TOGETHER.
+                if self.store.shared:
+                    defer = k + 1 < len(batch)
+                else:
+                    defer = len(lane.waiting) + 1 < TOGETHER
                 try:
-                    # Only the batch's last message must commit: those before it that only
-                    # join the tail are committed with a later one.
                     done = await self._process(
-                        lane, state, stored, defer=k + 1 < len(batch), waiting=waiting
+                        lane, state, stored, defer=defer, waiting=lane.waiting
                     )
                 except _Stale:
                     lane.forget(answers=False)
                     break
                 except BaseException:
-                    if waiting:  # cancelled or failed: what waited for this commit is kept
-                        with anyio.CancelScope(shield=True):
-                            await self._save(lane, state, waiting)
+                    # Cancelled or failed: what waited for this commit is kept.
+                    with anyio.CancelScope(shield=True), contextlib.suppress(StoreError):
+                        await self.flush(lane)
                     raise
                 if done.version == state.version:
-                    waiting.append(stored)
+                    lane.waiting.append(stored)
                 else:
-                    waiting = []
+                    lane.waiting = []
                 state = lane.outline = done
                 if len(recent) > len(state.tail):
                     whole = {item.id for item in state.tail}
@@ -186,19 +190,33 @@ class Runner:
                 if self.store.shared and (handed or len(batch) < BATCH):
                     return  # `catch_up` looks for more once it has let the claim go
 
-    async def _save(self, lane: Lane, state: Outline, waiting: Sequence[Stored]) -> None:
-        """Commit the messages that joined the tail waiting for a later message's commit, when
-        that message failed; if this fails too, they are processed again from the store."""
+    def _all_handed(self, lane: Lane, state: Outline) -> bool:
+        """Nothing can be pending past `state` that was not handed over: no other process
+        writes the store, and the lane's newest row is processed."""
+        return not self.store.shared and lane.newest is not None and lane.newest <= state.position
+
+    async def flush(self, lane: Lane) -> None:
+        """Commit the messages that joined the tail and wait for a later message's commit.
+
+        When the commit fails (StoreError) or finds the outline changed, the lane forgets
+        them, and they are processed again from the store (the latter at once: `lane.dirty`).
+        """
+        state, waiting = lane.outline, lane.waiting
+        if state is None or not waiting:
+            return
+        lane.waiting = []
         try:
             saved = await self.store.commit(
                 state, state, [], [], self.model_key, lines_changed=False, processed=waiting
             )
-        except StoreError:
-            saved = False
+        except BaseException:
+            lane.forget(answers=False)
+            raise
         if saved:
             state.version += 1
         else:
             lane.forget(answers=False)
+            lane.dirty = True
 
     async def _process(
         self, lane: Lane, state: Outline, stored: Stored, *, defer: bool, waiting: list[Stored]

@@ -21,6 +21,12 @@ from .processing import NodeKey
 
 BATCH = 256
 """Messages processed between two looks at the store (and rows a lane keeps handed over)."""
+TOGETHER = 64
+"""Messages that only join a thread's tail committed together at most, on a store no other
+process writes (the commit of the last of them also indexes them for search)."""
+LINGER = 1.0
+"""Seconds a thread whose last messages only joined its tail waits for more before it commits
+them (at once when the app waits for its threads, or closes)."""
 NODE_CACHE = 256
 """Nodes a lane keeps in memory (left siblings, lines before a message); past it, the older
 half is dropped."""
@@ -35,7 +41,11 @@ class Lane:
 
     thread: str
     outline: Outline | None = None
-    """The committed outline as this process last saw (or committed) it."""
+    """The outline as this process last saw, committed or processed it: the committed one,
+    moved on by the `waiting` messages."""
+    waiting: list[Stored] = field(default_factory=list)
+    """Messages processed here that only joined the tail, not yet committed: a later commit
+    records them with its own message, or `Runner.flush` alone."""
     nodes: dict[NodeKey, Summary | None] = field(default_factory=dict)
     """Committed nodes read or written here (None: known absent)."""
     recent: dict[str, Stored] = field(default_factory=dict)
@@ -43,12 +53,17 @@ class Lane:
     handed: dict[int, Stored] = field(default_factory=dict)
     """Rows stored here and not yet processed, by seq: processing takes them from here
     instead of reading them back."""
+    newest: int | None = None
+    """The seq of the newest row stored here, handed over or not (None: none since the lane's
+    reads began). On a store no other process writes, nothing past it can be pending."""
     memory: Memory = field(default_factory=Memory)
     """The summarizer's answers received since the thread's last commit."""
     generation: int = 0
     """How often the thread was erased while this lane lived: reads from before one are stale."""
     wake: anyio.Event | None = None
     """Set to end the pause after a failed batch early (`History.retry`)."""
+    nudge: anyio.Event | None = None
+    """Set to end the wait for more messages before `waiting` is committed."""
     running: bool = False
     """A task is processing the thread."""
     dirty: bool = False
@@ -58,17 +73,22 @@ class Lane:
         """Another writer may have moved the thread: what was read of it is dropped. New
         containers, so that a batch still holding the old ones cannot bring them back."""
         self.nodes, self.recent, self.handed = {}, {}, {}
+        self.newest = None
 
     def forget(self, *, answers: bool = True) -> None:
-        """Drop what was read of the thread, its outline too; its answers unless told to keep
-        them (a batch gone stale under another writer is redone with the answers it received)."""
+        """Drop what was read of the thread, its outline and what waits to be committed too (the
+        store still holds those messages, to be processed again); its answers unless told to
+        keep them (a batch gone stale under another writer is redone with the answers it
+        received)."""
         self.outline = None
+        self.waiting = []
         self.drop_reads()
         if answers:
             self.memory.clear()
 
     def hand(self, stored: Stored) -> None:
         """Keep a row just stored for processing, up to a batch of them."""
+        self.newest = max(stored.seq, -1 if self.newest is None else self.newest)
         if len(self.handed) < BATCH:
             self.handed[stored.seq] = stored
 
@@ -140,7 +160,7 @@ class Lanes:
     def stop(self, lane: Lane) -> None:
         """`lane` stopped: it becomes the newest warm lane (a running lane is never dropped),
         and the oldest idle ones past WARM_THREADS are forgotten."""
-        lane.running, lane.wake = False, None
+        lane.running, lane.wake, lane.nudge = False, None, None
         self.busy -= 1
         self._lanes[lane.thread] = self._lanes.pop(lane.thread)  # the newest, last
         for idle in list(self._lanes.values())[: max(0, len(self._lanes) - WARM_THREADS)]:

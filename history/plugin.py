@@ -5,7 +5,7 @@
         await history.wait()                      # until everything handed over is processed
 
 Each thread is processed by one task at a time, in `seq` order; different threads at the same
-time. Summarizer calls are bounded by a capacity limiter and a timeout, and are never made with a
+time. Messages that only join a thread's tail are committed together (see `_linger`). Summarizer calls are bounded by a capacity limiter and a timeout, and are never made with a
 transaction open. A batch that fails commits nothing and is retried after a pause, which doubles
 with each failure of the same request and starts over with the next one; what a summarizer or
 an `on_ask` listener raises stays in its thread's batch, and never ends the app's block.
@@ -36,7 +36,7 @@ from .errors import (
     SummarizerError,
     UnpinnedError,
 )
-from .lane import Lane, Lanes
+from .lane import LINGER, Lane, Lanes
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
@@ -127,6 +127,8 @@ class History:
         self._group: TaskGroup | None = None
         self._closed = False
         self._processing = process
+        self._hurry = 0
+        """Callers of `wait` (and a closing block): no thread waits for more messages."""
 
     async def __aenter__(self) -> Self:
         if self._closed or self._stack is not None:
@@ -150,6 +152,8 @@ class History:
         assert self._stack is not None
         if kind is not None and self._group is not None:
             self._group.cancel_scope.cancel()
+        else:
+            self._hasten()  # what waits is committed before the block ends
         try:
             return await self._stack.__aexit__(kind, exc, tb)
         except BaseExceptionGroup as group:
@@ -222,8 +226,12 @@ class History:
         """Wait until every message handed over so far is processed (with `process`), and
         every thread `catch_up` took."""
         self._open()
-        while self._lanes.busy:
-            await self._lanes.idle.wait()
+        self._hasten()
+        try:
+            while self._lanes.busy:
+                await self._lanes.idle.wait()
+        finally:
+            self._hurry -= 1
 
     async def catch_up(self, *, limit: int | None = None) -> int:
         """Process the threads with stored messages not yet processed; how many are behind.
@@ -275,10 +283,29 @@ class History:
             raise ClosedError("History is not open: use it inside `async with History(...)`")
         return self._group
 
+    async def _linger(self, lane: Lane) -> None:
+        """Wait a moment for the thread's next message, so that a run of messages that only
+        join its tail is committed once; not while the app waits for its threads."""
+        if self._hurry:
+            return
+        nudge = lane.nudge = anyio.Event()
+        with anyio.move_on_after(LINGER):
+            await nudge.wait()
+        lane.nudge = None
+
+    def _hasten(self) -> None:
+        """End every thread's wait for more messages: what waits is committed now."""
+        self._hurry += 1
+        for lane in self._lanes:
+            if lane.nudge is not None:
+                lane.nudge.set()
+
     def _schedule(self, thread: str, group: TaskGroup | None = None) -> None:
         lane = self._lanes.get(thread)
         if lane.running:
             lane.dirty = True
+            if lane.nudge is not None:
+                lane.nudge.set()
             return
         self._lanes.start(lane)
         (group or self._open()).start_soon(self._work, lane, name=f"history:{thread}")
@@ -290,6 +317,10 @@ class History:
                 lane.dirty = False
                 try:
                     await self._runner.catch_up(lane)
+                    if lane.waiting and not lane.dirty:
+                        await self._linger(lane)
+                        if not lane.dirty:
+                            await self._runner.flush(lane)
                 except UnpinnedError as exc:
                     # Asking again cannot help: the thread waits until the app allows calls.
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})

@@ -79,7 +79,9 @@ async def test_an_erase_while_the_worker_reads_its_pending_messages_wins(tmp_pat
             await history.message_created(message(k, f"old {k}"))
         await history.wait()
         store.hold = anyio.Event()
-        await history.message_created(message(3, "old 3"))
+        # Stored past the plugin, so that processing the next message reads it from the store.
+        await store.add(message(3, "old 3"), 3)
+        await history.message_created(message(4, "old 4"))
         with anyio.fail_after(5):
             await store.reading.wait()  # the worker is reading what is pending
         await history.thread_deleted("t")

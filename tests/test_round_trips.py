@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from history import History, HistorySettings, lane
+from history import History, HistorySettings, batch, lane, plugin
 from history.contract import Ask, Message, Outline, Stored, Summary
 from history.errors import StoreError
 from history.store import Store
@@ -35,6 +35,7 @@ class Counting(SQLiteStore):
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self.pending_rows = 0
+        self.pending_reads = 0
         self.reads = 0
         self.node_reads = 0
         """Nodes read one at a time."""
@@ -44,10 +45,13 @@ class Counting(SQLiteStore):
         """The position each commit moved its outline to."""
         self.fail_lines = False
         """Fail every commit that writes lines."""
+        self.fail_once = False
+        """Fail the next commit."""
         self.committed = anyio.Event()
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
         found = await super().pending(thread, after, limit)
+        self.pending_reads += 1
         self.pending_rows += len(found)
         return found
 
@@ -78,7 +82,8 @@ class Counting(SQLiteStore):
         lines_changed: bool,
         processed: Sequence[Stored],
     ) -> bool:
-        if self.fail_lines and written:
+        if (self.fail_lines and written) or self.fail_once:
+            self.fail_once = False
             raise StoreError("the disk is full")
         self.commits.append(after.position)
         self.committed.set()
@@ -90,8 +95,8 @@ class Counting(SQLiteStore):
 MESSAGES = exchange([f"point {k}: the estimate moved to {k * 7} hours" for k in range(12)])
 
 
-async def _one_at_a_time(path: Path) -> dict[str, Any]:
-    async with History(SETTINGS, store=path, pause=0.0) as history:
+async def _one_at_a_time(path: Path, settings: HistorySettings = SETTINGS) -> dict[str, Any]:
+    async with History(settings, store=path, pause=0.0) as history:
         for m in MESSAGES:
             await history.message_created(m)
             await history.wait()
@@ -115,8 +120,78 @@ async def test_a_thread_that_caught_up_reads_nothing_back(tmp_path: Path) -> Non
             await history.wait()
         outline = await history.outline("t")
     assert outline is not None and outline.position == len(MESSAGES) - 1 and outline.lines
-    # It looks for more after each batch, and finds none: no message is read back.
-    assert (store.pending_rows, store.reads) == (0, 0)
+    # Every message stored was handed over: none is read back, nor looked for.
+    assert (store.pending_reads, store.pending_rows, store.reads) == (0, 0, 0)
+
+
+QUIET = HistorySettings(summarizer="scripted", tail=(4_000, 8_000))
+"""Budgets the messages never fill: each only joins the tail."""
+
+
+async def test_messages_handed_over_one_by_one_are_committed_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(batch, "TOGETHER", 5)
+    store = Counting(str(tmp_path / "h.sqlite"))
+    async with History(QUIET, store=store, pause=0.0) as history:
+        for m in MESSAGES:
+            await history.message_created(m)
+        await history.wait()
+        expected = await _one_at_a_time(tmp_path / "one.sqlite", settings=QUIET)
+        assert await snapshot(history, []) == expected
+        assert await estimates(store) == estimates_in(MESSAGES)
+    # Five at most, and what waits when the app waits.
+    assert store.commits == [*range(4, len(MESSAGES) - 1, 5), len(MESSAGES) - 1]
+
+
+async def test_a_quiet_thread_commits_what_waits_after_a_moment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plugin, "LINGER", 0.05)
+    store = Counting(str(tmp_path / "h.sqlite"))
+    async with History(QUIET, store=store, pause=0.0) as history:
+        for m in MESSAGES[:3]:
+            await history.message_created(m)
+        with anyio.fail_after(10):
+            await store.committed.wait()  # nobody waits for it
+        assert store.commits == [2]
+        assert await estimates(store) == estimates_in(MESSAGES[:3])
+
+
+async def test_closing_commits_what_waits_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plugin, "LINGER", 3_600.0)
+    store = Counting(str(tmp_path / "h.sqlite"))
+    with anyio.fail_after(30):
+        async with History(QUIET, store=store, pause=0.0) as history:
+            for m in MESSAGES:
+                await history.message_created(m)
+    assert store.commits == [len(MESSAGES) - 1]
+    reopened = SQLiteStore(store.url)
+    await reopened.open()
+    try:
+        outline = await reopened.outline("t")
+        assert outline is not None and outline.position == len(MESSAGES) - 1
+        assert await estimates(reopened) == estimates_in(MESSAGES)
+    finally:
+        await reopened.close()
+
+
+async def test_a_failed_commit_of_what_waits_processes_it_again(tmp_path: Path) -> None:
+    store = Counting(str(tmp_path / "h.sqlite"))
+    async with History(QUIET, store=store, pause=0.0) as history:
+        for m in MESSAGES:
+            await history.message_created(m)
+        store.fail_once = True
+        await history.wait()
+        expected = await _one_at_a_time(tmp_path / "one.sqlite", settings=QUIET)
+        assert await snapshot(history, []) == expected
+    # Read back from the store after the failure, and committed once.
+    assert store.commits == [len(MESSAGES) - 1]
+    assert store.pending_rows == len(MESSAGES)
+    rows = run_sql(store.url, "SELECT count(*) FROM search WHERE message IS NOT NULL")
+    assert rows == [(len(MESSAGES),)]
 
 
 async def test_messages_that_only_join_the_tail_are_committed_together(tmp_path: Path) -> None:
