@@ -5,7 +5,8 @@
         await history.wait()                      # until everything handed over is processed
 
 Each thread is processed by one task at a time, in `seq` order; different threads at the same
-time. Messages that only join a thread's tail are committed together (see `_linger`). Summarizer calls are bounded by a capacity limiter and a timeout, and are never made with a
+time. Messages that only join a thread's tail are committed together (see `_linger`).
+Summarizer calls are bounded by a capacity limiter and a timeout, and are never made with a
 transaction open. A batch that fails commits nothing and is retried after a pause, which doubles
 with each failure of the same request and starts over with the next one; what a summarizer or
 an `on_ask` listener raises stays in its thread's batch, and never ends the app's block.

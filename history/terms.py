@@ -189,10 +189,13 @@ def stemmer(language: str) -> Callable[[str], str]:
 
 def words(text: str) -> list[str]:
     """A text's words as search compares them: folded and lowercased, not yet stemmed."""
-    folded = unicodedata.normalize(
-        "NFC", _LATIN_ACCENT.sub("", unicodedata.normalize("NFD", text))
-    ).lower()
-    return [_ordinal(word) for word in _WORD.findall(folded)]
+    if text.isascii():  # no accents to fold, and NFD and NFC leave it as it is
+        folded = text.lower()
+    else:
+        folded = unicodedata.normalize(
+            "NFC", _LATIN_ACCENT.sub("", unicodedata.normalize("NFD", text))
+        ).lower()
+    return [_ordinal(word) if word[0].isdigit() else word for word in _WORD.findall(folded)]
 
 
 def _ordinal(word: str) -> str:

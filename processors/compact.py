@@ -10,6 +10,8 @@ given, and the core (`history.batch`) commits the outline it moved.
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left
 from typing import Protocol
 
 from history.contract import Entry, Outline, StepOutline, Stored, TailItem
@@ -131,34 +133,54 @@ async def fold(outline: _Lines, nodes: Nodes, bounds: tuple[int, int], *, agent:
     if not (outline.bytes > high or outline.draining):
         return False
     outline.draining = True
-    lines, folded = outline.lines, False
-    while outline.bytes > low:
-        parents = [_parent(*line[:2]) for line in lines[:-1] if not line[1] % 2]
-        await nodes.prefetch(parents, agent=agent)
-        best: tuple[float, int] | None = None
-        for pos in range(len(lines) - 1):
-            level, index, _, _ = lines[pos]
-            if index % 2 or lines[pos + 1][0] != level or lines[pos + 1][1] != index + 1:
-                continue
-            span = 2**level
-            # Exact: an integer over a power of two is a float with no rounding.
-            due = (outline.boundary - ((index + 2) * span - 1)) / span
-            if best is not None and due <= best[0]:
-                continue
-            if await nodes.get(level + 1, index // 2, agent=agent) is not None:
-                best = (due, pos)
-        if best is None:
-            break
-        pos = best[1]
-        (level, index, left_bytes, left_at), (_, _, right_bytes, right_at) = lines[pos : pos + 2]
-        parent = await nodes.get(level + 1, index // 2, agent=agent)
-        assert parent is not None
-        lines[pos : pos + 2] = [(level + 1, index // 2, parent.bytes, max(left_at, right_at))]
-        outline.bytes += (parent.bytes + 1) - (left_bytes + 1) - (right_bytes + 1)
-        folded = True
+    folded = outline.bytes > low and await _merge(outline, nodes, low, agent)
     if outline.bytes <= low:
         outline.draining = False
     return folded
+
+
+async def _merge(outline: _Lines, nodes: Nodes, low: int, agent: str) -> bool:
+    """The fold's merges, most overdue first, until the outline is under `low` bytes or no pair
+    is left. The lines cover consecutive spans of messages in order, so two siblings are
+    neighbours whenever both are lines, and the oldest pair is the one that starts first:
+    the pairs wait in a heap by due and start, and a merge adds the one its parent closes."""
+    lines, boundary = outline.lines, outline.boundary
+    present = {(level, index) for level, index, _, _ in lines}
+    pairs: list[tuple[float, int, int, int]] = []
+
+    def pair(level: int, index: int) -> None:
+        """Wait with the pair of lines (level, index) and (level, index + 1), if both are."""
+        if not index % 2 and {(level, index), (level, index + 1)} <= present:
+            span = 2**level
+            # Exact: an integer over a power of two is a float with no rounding.
+            due = (boundary - ((index + 2) * span - 1)) / span
+            heapq.heappush(pairs, (-due, index * span, level, index))
+
+    for level, index, _, _ in lines:
+        pair(level, index)
+    await nodes.prefetch([_parent(level, index) for _, _, level, index in pairs], agent=agent)
+    folded = False
+    while outline.bytes > low and pairs:
+        _, start, level, index = heapq.heappop(pairs)
+        if (level, index) not in present or (level, index + 1) not in present:
+            continue  # one of them merged meanwhile
+        parent = await nodes.get(level + 1, index // 2, agent=agent)
+        if parent is None:
+            continue  # not built: this fold cannot merge it
+        pos = bisect_left(lines, start, key=_start)
+        (_, _, left_bytes, left_at), (_, _, right_bytes, right_at) = lines[pos : pos + 2]
+        lines[pos : pos + 2] = [(level + 1, index // 2, parent.bytes, max(left_at, right_at))]
+        outline.bytes += (parent.bytes + 1) - (left_bytes + 1) - (right_bytes + 1)
+        present -= {(level, index), (level, index + 1)}
+        present.add((level + 1, index // 2))
+        pair(level + 1, index // 2 - index // 2 % 2)
+        folded = True
+    return folded
+
+
+def _start(line: Entry) -> int:
+    """The first message a line covers."""
+    return line[1] << line[0]
 
 
 def _parent(level: int, index: int) -> tuple[int, int]:

@@ -4,12 +4,15 @@ SQLite and PostgreSQL giving the same hits in the same order."""
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from history import ConfigurationError, History, HistorySettings, Summary, terms
 from history.contract import Stored
@@ -33,6 +36,16 @@ async def test_words_are_found_by_their_stems(store: Store) -> None:
     found = await store.search("t", "research venue", 10)
     assert (found[0].message, found[0].terms) == ("t-0", ("research", "venue"))
     assert (await store.search("t", "submitting", 1))[0].message == "t-2"
+
+
+@given(st.text(alphabet=st.sampled_from("ab1 2st_Éé\u0301ǅ٣nd-rdTH\u00b2")) | st.text())
+@example("The 1st café opened on the 22ND, the ٣rd and ²nd are odd: ǅemal_4th.")
+def test_words_are_folded_alike_whatever_the_text(text: str) -> None:
+    # Every text folded whole (accents off Latin letters, NFC, lowercase), then each word's
+    # ordinal suffix cut: what the quicker paths for ASCII texts and for words must give.
+    stripped = terms._LATIN_ACCENT.sub("", unicodedata.normalize("NFD", text))
+    folded = unicodedata.normalize("NFC", stripped).lower()
+    assert terms.words(text) == [terms._ordinal(w) for w in terms._WORD.findall(folded)]
 
 
 async def test_a_message_is_found_by_its_day_in_words(store: Store) -> None:
