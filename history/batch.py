@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
@@ -28,6 +28,7 @@ from .summarizer import AskFn, write
 log = logging.getLogger(__name__)
 
 AskListener = Callable[[Ask], None]
+Linger = Callable[[Lane], Awaitable[None]]
 
 
 async def process_one(
@@ -107,15 +108,27 @@ class Runner:
         self._counters = counters
         self._listeners = listeners
 
-    async def catch_up(self, lane: Lane) -> None:
-        """Process what is pending for the lane's thread, if this process may claim it."""
+    async def catch_up(self, lane: Lane, linger: Linger) -> None:
+        """Process what is pending for the lane's thread, if this process may claim it.
+
+        Messages that only join the tail wait for a later commit while the claim is held:
+        `linger` waits for the thread's next message (it sets `lane.dirty`); once it comes
+        to nothing, they are committed on their own, before the claim is let go.
+        """
         while True:
             async with self.store.claim(lane.thread) as granted:
                 if not granted:  # another process holds it, and looks again when it lets go
                     return
                 if self.store.shared:
                     await self._refresh(lane)
-                await self._claimed(lane)
+                while True:
+                    lane.dirty = False
+                    await self._claimed(lane)
+                    if lane.waiting and not lane.dirty:
+                        await linger(lane)
+                    if not lane.dirty:
+                        await self.flush(lane)
+                        break
             if not self.store.shared:
                 return
             # Another process that stored a message while we held the claim was refused it.
@@ -137,7 +150,7 @@ class Runner:
             or (state.epoch, state.version) != (known.epoch, known.version)
         ):
             lane.drop_reads()
-        lane.outline = state
+        lane.outline, lane.waiting = state, []
 
     async def _claimed(self, lane: Lane) -> None:
         thread = lane.thread
@@ -158,18 +171,14 @@ class Runner:
             if state.position < 0:  # its first processing: the settings it is built with
                 await self.store.describe(thread, settings=recorded(self.settings))
             recent = lane.recent
-            for k, stored in enumerate(batch):
+            for stored in batch:
                 recent[stored.message.id] = stored
-                # A message that only joins the tail is committed with a later one: on a shared
-                # store within the batch (the claim is let go after it), else up to TOGETHER.
-                if self.store.shared:
-                    defer = k + 1 < len(batch)
-                else:
-                    defer = len(lane.waiting) + 1 < TOGETHER
                 try:
+                    # One that only joins the tail is committed with a later one (TOGETHER).
                     done = await self._process(
-                        lane, state, stored, defer=defer, waiting=lane.waiting
-                    )
+                        lane, state, stored, defer=len(lane.waiting) + 1 < TOGETHER,
+                        waiting=lane.waiting,
+                    )  # fmt: skip
                 except _Stale:
                     lane.forget(answers=False)
                     break
@@ -188,7 +197,9 @@ class Runner:
                     lane.recent = recent = {id: s for id, s in recent.items() if id in whole}
             else:  # the whole batch is done
                 if self.store.shared and (handed or len(batch) < BATCH):
-                    return  # `catch_up` looks for more once it has let the claim go
+                    # `catch_up` waits for what this process hands over, and looks for what
+                    # others stored once it has let the claim go.
+                    return
 
     def _all_handed(self, lane: Lane, state: Outline) -> bool:
         """Nothing can be pending past `state` that was not handed over: no other process

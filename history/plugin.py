@@ -317,11 +317,7 @@ class History:
             while True:
                 lane.dirty = False
                 try:
-                    await self._runner.catch_up(lane)
-                    if lane.waiting and not lane.dirty:
-                        await self._linger(lane)
-                        if not lane.dirty:
-                            await self._runner.flush(lane)
+                    await self._runner.catch_up(lane, self._linger)
                 except UnpinnedError as exc:
                     # Asking again cannot help: the thread waits until the app allows calls.
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-from history import History, HistorySettings, StoreError
+from history import History, HistorySettings, StoreError, plugin
 from history.contract import Ask
+from history.lane import Lane
 from history.store import open_store
 from history.store.postgres import PostgresStore
 from history.store.rows import MIGRATIONS
@@ -157,3 +159,42 @@ async def test_the_search_index_is_written_through_so_a_search_reads_no_pending_
     found = await anyio.to_thread.run_sync(postgres_sql, url, methods)
     assert [r[0] for r in found] == ["btree"]
     assert [h.label for h in hits] == ["1+1", "2+1", "0+1"]  # the middle one: both neighbours
+
+
+async def test_a_message_another_process_stores_while_a_thread_waits_is_processed_after(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The thread's last message only joined its tail: its process holds the claim while it
+    # waits a moment for more, so another process's message for it is left to it, not lost.
+    monkeypatch.setattr(plugin, "LINGER", 0.5)
+    waiting, done = anyio.Event(), anyio.Event()
+    linger = History._linger
+
+    async def told(self: History, lane: Lane) -> None:
+        waiting.set()
+        await linger(self, lane)
+
+    class Committing(PostgresStore):
+        async def commit(self, *args: Any, **kwargs: Any) -> bool:
+            saved = await super().commit(*args, **kwargs)
+            if args[1].position == 1:
+                done.set()
+            return saved
+
+    monkeypatch.setattr(History, "_linger", told)
+    quiet = HistorySettings(summarizer="echo", tail=(4_000, 8_000))
+    async with (
+        History(quiet, store=Committing(url)) as one,
+        History(quiet, store=url) as other,
+    ):
+        await one.message_created(message(0, "the first point"))
+        with anyio.fail_after(10):
+            await waiting.wait()  # it waits, holding the claim
+        await other.message_created(message(1, "the second point"))
+        await other.wait()  # refused the claim: it leaves the thread to the first
+        committed = await other.outline("t")
+        assert committed is not None and committed.position == -1
+        with anyio.fail_after(10):
+            await done.wait()  # nobody waits on the first: it looks once it lets go
+        outline = await one.outline("t")
+    assert outline is not None and [item.id for item in outline.tail] == ["t-0", "t-1"]
