@@ -54,8 +54,9 @@ class Lane:
     """Rows stored here and not yet processed, by seq: processing takes them from here
     instead of reading them back."""
     newest: int | None = None
-    """The seq of the newest row stored here, handed over or not (None: none since the lane's
-    reads began). On a store no other process writes, nothing past it can be pending."""
+    """The seq of the newest row stored here, handed over or not (None: none since the lane
+    was made or forgot the thread). On a store no other process writes, nothing past it can be
+    pending."""
     memory: Memory = field(default_factory=Memory)
     """The summarizer's answers received since the thread's last commit."""
     generation: int = 0
@@ -73,15 +74,13 @@ class Lane:
         """Another writer may have moved the thread: what was read of it is dropped. New
         containers, so that a batch still holding the old ones cannot bring them back."""
         self.nodes, self.recent, self.handed = {}, {}, {}
-        self.newest = None
 
     def forget(self, *, answers: bool = True) -> None:
         """Drop what was read of the thread, its outline and what waits to be committed too (the
         store still holds those messages, to be processed again); its answers unless told to
         keep them (a batch gone stale under another writer is redone with the answers it
         received)."""
-        self.outline = None
-        self.waiting = []
+        self.outline, self.waiting, self.newest = None, [], None
         self.drop_reads()
         if answers:
             self.memory.clear()

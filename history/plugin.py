@@ -286,8 +286,9 @@ class History:
 
     async def _linger(self, lane: Lane) -> None:
         """Wait a moment for the thread's next message, so that a run of messages that only
-        join its tail is committed once; not while the app waits for its threads."""
-        if self._hurry:
+        join its tail is committed once; not while the app waits for its threads, nor for a
+        thread whose messages this process did not store (a worker's: none would wake it)."""
+        if self._hurry or lane.newest is None:
             return
         nudge = lane.nudge = anyio.Event()
         with anyio.move_on_after(LINGER):

@@ -178,6 +178,20 @@ async def test_closing_commits_what_waits_at_once(
         await reopened.close()
 
 
+async def test_a_thread_whose_messages_another_process_stored_commits_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plugin, "LINGER", 3_600.0)
+    store = Counting(str(tmp_path / "h.sqlite"))
+    async with History(QUIET, store=Counting(store.url), process=False) as history:
+        for m in MESSAGES:
+            await history.message_created(m)
+    async with History(QUIET, store=store, pause=0.0):  # catches up on opening, as a worker
+        with anyio.fail_after(10):
+            await store.committed.wait()  # no message of its would come to wake it
+    assert store.commits == [len(MESSAGES) - 1]
+
+
 async def test_a_failed_commit_of_what_waits_processes_it_again(tmp_path: Path) -> None:
     store = Counting(str(tmp_path / "h.sqlite"))
     async with History(QUIET, store=store, pause=0.0) as history:

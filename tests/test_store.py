@@ -259,6 +259,8 @@ async def test_two_stores_storing_one_thread_at_once_get_gapless_seqs(
     shared = [s.index for s in stored if not s.message.step]
     assert shared == list(range(len(shared)))
     assert all(s.index is None for s in stored if s.message.step)
+    steps = [s.step_index for s in stored if s.message.step]  # one author's
+    assert steps == list(range(len(steps)))
 
 
 async def test_reopening_keeps_what_was_stored(store: Store, database: str) -> None:

@@ -73,6 +73,11 @@ class Database(Protocol):
 
     async def close(self) -> None: ...
 
+    async def store_message(self, message: Params, outline: Params) -> Record | None:
+        """Store a message as `writes.store_message` does, in one call: its row's seq, idx and
+        sidx, or None for a known id."""
+        ...
+
     @property
     def closed(self) -> bool:
         """Whether it holds no connection: never opened, closed, or a failed open undone."""

@@ -19,8 +19,9 @@ errors become StoreError here (and in `claims.py`) and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,7 +31,7 @@ import asyncpg
 from ..errors import ClosedError, StoreError
 from .adapter import Body, Mode
 from .claims import DRIVER_ERRORS, Claims, quietly, store_error
-from .queries import QUERIES, Dialect
+from .queries import QUERIES, Dialect, compile_named
 from .rows import Params, Record
 from .sql import SQLStore
 
@@ -42,6 +43,14 @@ _SPACES = (
     "hashtext('chat-history:migrate:' || current_schema()), current_schema()"
 )
 """Advisory lock namespaces, one per schema: stores in other schemas of a database never meet."""
+
+_STORE_MESSAGE = compile_named(
+    "SELECT seq, idx, sidx FROM store_message(:space, :id, :thread, :author, :to, :text, :at, "
+    ":step, :files, :weight, :native, :outline)",
+    "postgresql",
+)
+"""A message stored, with `insert_message`'s parameters, the thread locks' key and the outline
+row a thread's first message makes (`writes.store_message` is the same for SQLite)."""
 
 CLOSE_TIMEOUT = 10.0
 """Seconds closing waits for connections in use before it drops them."""
@@ -122,20 +131,35 @@ class PostgreSQL:
         return self._pool is None
 
     async def run(self, body: Body[T], *, mode: Mode = "auto") -> T:
+        async with self._connection() as db:
+            tx = _Transaction(db, self._spaces)
+            if mode == "auto":
+                return await body(tx)
+            snapshot = mode == "snapshot"
+            async with db.transaction(
+                isolation="repeatable_read" if snapshot else None, readonly=snapshot
+            ):
+                return await body(tx)
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:
+        """A pooled connection; the driver's errors as StoreError."""
         if self._pool is None:
             raise ClosedError(f"the store {self.url!r} is closed")
         try:
             async with self._pool.acquire() as db:
-                tx = _Transaction(db, self._spaces)
-                if mode == "auto":
-                    return await body(tx)
-                snapshot = mode == "snapshot"
-                async with db.transaction(
-                    isolation="repeatable_read" if snapshot else None, readonly=snapshot
-                ):
-                    return await body(tx)
+                yield db
         except DRIVER_ERRORS as exc:
             raise store_error(exc, self.url) from exc
+
+    async def store_message(self, message: Params, outline: Params) -> Record | None:
+        """In one round trip: the `store_message` function (migration 0018)."""
+        params = {**message, "space": self._spaces[0], "outline": json.dumps(outline)}
+        async with self._connection() as db:
+            found: Record | None = await db.fetchrow(
+                _STORE_MESSAGE.text, *_STORE_MESSAGE.args(params)
+            )
+            return found
 
     def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
         if self._claims is None:

@@ -45,6 +45,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0015_search_terms", "search_terms.sql"),
     ("0016_search_posted", "search_posted.sql"),
     ("0017_search_keys", "search_keys.sql"),
+    ("0018_store_message", "store_message.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text

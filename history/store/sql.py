@@ -2,7 +2,9 @@
 
 Each method is a transaction body over the dialect's `Transaction`, run in one go: on SQLite in
 one hop to the connection's thread, on PostgreSQL on one pooled connection. The statements are
-`collections/queries.sql`'s, by name; rows are read by column name (`rows`).
+`collections/queries.sql`'s, by name; rows are read by column name (`rows`). Storing a message,
+done for every one, is the dialect's (`Database.store_message`): on PostgreSQL one call of a
+function that does what `writes.store_message` does, one round trip instead of four.
 
 What several processes sharing a database need is the dialect's: a thread's `seq` is taken
 under the thread's lock (`Transaction.lock_thread`, which an erase and a load take too), a
@@ -130,29 +132,22 @@ class SQLStore:
     async def add(
         self, message: Message, weight: int, *, native: str | None = None
     ) -> Stored | None:
-        async def insert(tx: Transaction) -> tuple[Stored | None, Stored | None]:
-            # Under the thread's lock, two processes storing its messages at once take its next
-            # seq in turn. It is indexed for search by the commit that processes it.
-            await tx.lock_thread(message.thread)
-            placed = await tx.one("insert_message", **rows.message_params(message, weight, native))
-            if placed is None:
-                # ON CONFLICT waited for any other writer of the id: its row is committed now.
-                found = await tx.one("message", id=message.id)
-                if found is None:
-                    raise StoreError(f"message id {message.id!r} conflicted, then vanished")
-                return None, rows.stored_from_row(found)
-            stored = Stored(
+        # Under the thread's lock, two processes storing its messages at once take its next seq
+        # in turn. It is indexed for search by the commit that processes it.
+        placed = await self._sql.store_message(
+            rows.message_params(message, weight, native), rows.new_outline_row(message.thread)
+        )
+        if placed is not None:
+            return Stored(
                 message=message, seq=placed["seq"], index=placed["idx"], weight=weight,
                 step_index=placed["sidx"],
             )  # fmt: skip
-            if stored.seq == 0:
-                await tx.execute("new_outline", **rows.new_outline_row(message.thread))
-            return stored, None
-
-        stored, known = await self._sql.run(insert, mode="write")
-        if known is not None:
-            rows.check_redelivery(message, known)
-        return stored
+        # ON CONFLICT waited for any other writer of the id: its row is committed now.
+        found = await self._sql.run(lambda tx: tx.one("message", id=message.id))
+        if found is None:
+            raise StoreError(f"message id {message.id!r} conflicted, then vanished")
+        rows.check_redelivery(message, rows.stored_from_row(found))
+        return None
 
     async def outline(self, thread: str) -> Outline | None:
         read_only = self._sql.read_only

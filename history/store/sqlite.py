@@ -25,6 +25,7 @@ import aiosqlite
 import anyio
 
 from ..errors import ClosedError, StoreError
+from . import writes
 from .adapter import Body, Mode
 from .queries import QUERIES, Dialect
 from .rows import MIGRATIONS, Params, Record
@@ -145,6 +146,10 @@ class SQLite:
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.url!r}: {exc}") from exc
             return done
+
+    async def store_message(self, message: Params, outline: Params) -> Record | None:
+        body = partial(writes.store_message, message=message, outline=outline)
+        return await self.run(body, mode="write")
 
     @asynccontextmanager
     async def claim(self, thread: str) -> AsyncIterator[bool]:

@@ -17,9 +17,21 @@ from ..contract import Summary
 from . import records, rows
 from .adapter import Transaction
 from .records import ThreadRecords
+from .rows import Params, Record
 
 POSTED_TOGETHER = 64
 """A thread's search rows whose postings a commit leaves for later (a search reads their words)."""
+
+
+async def store_message(tx: Transaction, message: Params, outline: Params) -> Record | None:
+    """Store a message under its thread's lock, with its thread's next seq and indexes, and make
+    the thread's outline row (`outline`) with its first: its row's seq, idx and sidx, or None
+    for a known id. (PostgreSQL's `store_message` function does the same in one statement.)"""
+    await tx.lock_thread(message["thread"])
+    placed = await tx.one("insert_message", **message)
+    if placed is not None and placed["seq"] == 0:
+        await tx.execute("new_outline", **outline)
+    return placed
 
 
 async def post(tx: Transaction, thread: str, *, at_least: int = 1) -> None:
