@@ -22,8 +22,8 @@ from .processing import NodeKey
 BATCH = 256
 """Messages processed between two looks at the store (and rows a lane keeps handed over)."""
 TOGETHER = 64
-"""Messages that only join a thread's tail committed together at most, on a store no other
-process writes (the commit of the last of them also indexes them for search)."""
+"""Messages that only join a thread's tail committed together at most (the commit also indexes
+them for search)."""
 LINGER = 1.0
 """Seconds a thread whose last messages only joined its tail waits for more before it commits
 them (at once when the app waits for its threads, or closes)."""
