@@ -37,14 +37,14 @@ from history.processors.weight import weight
 from history.settings import HistorySettings
 from history.store import open_store, rows
 from history.store.queries import QUERIES, Dialect
-from history.store.sqlite import SQLiteStore
+from history.store.sqlite import WRITING, SQLiteStore
 from history.store.writes import POSTED_TOGETHER
 from history.summarizer import Scripted, write
 from history.trace import snapshot
 
 from .cache import count
 
-PRAGMAS = ("journal_mode = WAL", "synchronous = NORMAL")
+PRAGMAS = WRITING
 """The SQLite store's own."""
 RAW_REPEATS = 3
 AGENT = "assistant"

@@ -21,7 +21,7 @@ from history.store import Store
 from history.store.sqlite import SQLiteStore
 from history.trace import snapshot
 
-from .conftest import exchange
+from .conftest import exchange, message
 from .stores import run_sql
 
 pytestmark = pytest.mark.anyio
@@ -280,3 +280,14 @@ async def test_a_fold_reads_the_parents_it_weighs_at_once(
     # Each step of a fold reads the parents of the pairs it weighs in one read (11 here), not
     # one read a pair (103 reads of one node here without, against 57 with).
     assert 0 < store.nodes_reads < 20 and store.node_reads + store.nodes_reads < 80
+
+
+async def test_the_log_is_copied_into_the_file_at_ten_thousand_pages(tmp_path: Path) -> None:
+    # SQLite's default copies it at 1,000 pages (4 MiB): a page that many commits change
+    # (a common word's postings) was copied once every few commits instead of once for all.
+    path = tmp_path / "h.sqlite"
+    async with History(QUIET, store=path, process=False) as history:
+        for k in range(100):
+            await history.message_created(message(k, f"part {k} " + "word " * 12_000))
+        logged = path.with_name(f"{path.name}-wal").stat().st_size
+    assert 5 * 2**20 < logged < 10_000 * 4096

@@ -32,6 +32,12 @@ from .rows import MIGRATIONS, Params, Record
 from .sql import SQLStore
 
 log = logging.getLogger(__name__)
+
+WRITING = ("journal_mode = WAL", "synchronous = NORMAL", "wal_autocheckpoint = 10000")
+"""How a writing connection is set. The log is copied into the file once it holds 10,000 pages
+(40 MiB), not SQLite's 1,000: a page that many commits change (a common word's postings) is
+copied once for all of them, so a commit costs about the same at a thread's 50,000th message
+as at its 1,000th (with 1,000, a commit's share of the copying grew by 60% over 50,000)."""
 T = TypeVar("T")
 
 _BEGIN: dict[Mode, str | None] = {"auto": None, "snapshot": "BEGIN", "write": "BEGIN IMMEDIATE"}
@@ -100,7 +106,7 @@ class SQLite:
         uri = f"file:{quote(_absolute(self.url))}?mode=ro" if read_only else self.url
         pragmas = ["busy_timeout = 30000"]
         if not read_only:
-            pragmas += ["journal_mode = WAL", "synchronous = NORMAL"]
+            pragmas += WRITING
         try:
             self._db = await _connect(uri, uri=read_only)
             for pragma in pragmas:
