@@ -132,6 +132,7 @@ async def test_messages_handed_over_one_by_one_are_committed_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(batch, "TOGETHER", 5)
+    monkeypatch.setattr(plugin, "LINGER", 60.0)  # however slow the machine, until `wait`
     store = Counting(str(tmp_path / "h.sqlite"))
     async with History(QUIET, store=store, pause=0.0) as history:
         for m in MESSAGES:
@@ -147,7 +148,7 @@ async def test_messages_handed_over_one_by_one_are_committed_together(
 async def test_a_quiet_thread_commits_what_waits_after_a_moment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plugin, "LINGER", 0.05)
+    monkeypatch.setattr(plugin, "LINGER", 0.5)
     store = Counting(str(tmp_path / "h.sqlite"))
     async with History(QUIET, store=store, pause=0.0) as history:
         for m in MESSAGES[:3]:
