@@ -24,9 +24,11 @@ BATCH = 256
 TOGETHER = 64
 """Messages that only join a thread's tail committed together at most (the commit also indexes
 them for search)."""
-LINGER = 1.0
+LINGER = 5.0
 """Seconds a thread whose last messages only joined its tail waits for more before it commits
-them (at once when the app waits for its threads, or closes)."""
+them (at once when the app waits for its threads, or closes). Long enough that a thousand
+threads taking turns at a thousand messages a second commit in runs (with one second, each
+message waited out its second and committed alone: 2.3 times the CPU a message)."""
 NODE_CACHE = 256
 """Nodes a lane keeps in memory (left siblings, lines before a message); past it, the older
 half is dropped."""
