@@ -150,7 +150,7 @@ async def _merge(outline: _Lines, nodes: Nodes, low: int, agent: str) -> bool:
 
     def pair(level: int, index: int) -> None:
         """Wait with the pair of lines (level, index) and (level, index + 1), if both are."""
-        if not index % 2 and {(level, index), (level, index + 1)} <= present:
+        if not index % 2 and (level, index) in present and (level, index + 1) in present:
             span = 2**level
             # Exact: an integer over a power of two is a float with no rounding.
             due = (boundary - ((index + 2) * span - 1)) / span
