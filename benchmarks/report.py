@@ -128,7 +128,8 @@ def render(results: Results) -> str:
         "is the prompt's plus the summarizer's.",
         f"- **Budgets** ({', '.join(f'{b:,}' for b in c.budgets)} tokens): chat-outline runs its "
         f"defaults scaled by budget / {DEFAULT_BUDGET:,} (tail cut from 3/5 to 1/5 of the budget, "
-        "outline folded from 8/5 to 4/5 of it in bytes, the messages kept whole from 4 at "
+        "outline folded from 8/5 to 4/5 of it in bytes, each agent's step outline from 2/5 to "
+        "1/5 of it in bytes, the messages kept whole from 4 at "
         f"{DEFAULT_BUDGET:,} to at least 1); LangChain's middleware triggers at the "
         "budget and keeps a third; the summary buffers (LangChain classic, LlamaIndex) keep two "
         "thirds whole; the rolling window keeps the budget. The full history has none. All count "

@@ -20,6 +20,8 @@ from benchmarks.__main__ import run
 from benchmarks.cache import Meter, Prices, Prompt, count, token_ids
 from benchmarks.config import QUICK
 from benchmarks.fakes import compress, salient
+from benchmarks.strategies import DEFAULT_BUDGET, chat_history_settings
+from history.settings import HistorySettings
 from history.store.writes import POSTED_TOGETHER
 
 from .stores import run_sql
@@ -86,6 +88,15 @@ def test_a_turn_reads_what_the_cache_holds_and_pays_for_the_rest() -> None:
         common += 1
     assert third.prefix == common == 0
     assert third.anthropic_read == 0  # the written prefix is no longer a prefix
+
+
+def test_chat_outline_runs_each_of_its_budgets_scaled_to_the_benchmark_budget() -> None:
+    defaults = HistorySettings(summarizer="echo")
+    scaled = chat_history_settings(DEFAULT_BUDGET // 20)  # 4,000 tokens
+    for name in ("tail", "outline", "steps"):  # an agent's step outline is in its prompt too
+        assert getattr(scaled, name) == tuple(b // 20 for b in getattr(defaults, name)), name
+    assert scaled.kept == 1
+    assert chat_history_settings(DEFAULT_BUDGET) == defaults
 
 
 def test_the_summarizer_keeps_names_numbers_and_ids_first() -> None:
