@@ -109,7 +109,7 @@ async def run_one(
             prompt, before = Prompt(blocks=()), 0
             for message in conversation.messages:
                 prompt = await strategy.add(message)
-                turn = meter.measure(prompt, count(block(message)) + 1)
+                turn = meter.measure(prompt, count(block(message, conversation.agent)) + 1)
                 turns.append(turn)
                 kinds.append(strategy.kind or ("grow" if turn.prefix >= before else "break"))
                 before = turn.tokens

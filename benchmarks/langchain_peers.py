@@ -93,7 +93,7 @@ class _Converter:
         self.blocks: dict[str, str] = {}
 
     def convert(self, m: Message) -> BaseMessage:
-        self.blocks[m.id] = block(m)
+        self.blocks[m.id] = block(m, self.agent)
         if m.step and m.author == self.agent:
             self.call = f"call-{m.id}"
             calls = [{"name": "tool", "args": {}, "id": self.call, "type": "tool_call"}]

@@ -56,7 +56,7 @@ class SummaryBuffer:
         return None
 
     async def add(self, message: Message) -> Prompt:
-        self.blocks[message.id] = block(message)
+        self.blocks[message.id] = block(message, self.agent)
         role = MessageRole.ASSISTANT if message.author == self.agent else MessageRole.USER
         if message.step and message.author != self.agent:
             role = MessageRole.TOOL

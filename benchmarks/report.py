@@ -99,10 +99,13 @@ def render(results: Results) -> str:
         "## How it is measured",
         "",
         "- **A turn** is one message arriving: each strategy takes it and returns what its agent "
-        "is sent now. Every message is rendered the same way for every strategy "
-        "(`author → to: text`); a prompt is a list of blocks (each message, a summary, the "
+        "is sent now. Every message is rendered the same way for every strategy: the agent's "
+        "own answers as their text, everyone else's messages and the tool steps as "
+        "`author → to: text`; a prompt is a list of blocks (each message, a summary, the "
         "outline in blocks of lines), each tokenized on its own with `cl100k_base`, plus one "
-        "separator token per block.",
+        "separator token per block, which stands for the role a provider is sent with each "
+        "(chat-outline's blocks are its view's parts without the role line that "
+        "`prompt_text` writes).",
         "- **Prefix**: the tokens shared with the previous turn's prompt. **OpenAI-style cache**: "
         "the prefix is read from the cache from 1,024 tokens on, in steps of 128. "
         "**Anthropic-style cache**: a prefix is written at each cache mark (from 1,024 tokens); a "

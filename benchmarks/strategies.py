@@ -2,8 +2,8 @@
 
 Each is made fresh for one conversation and one budget (the most tokens its prompt should
 hold), fed the messages one at a time, and asked for the prompt after each. Messages are
-rendered the same way for all of them (`history.lines.render`), so only what a strategy keeps,
-summarizes and reorders differs. The peers that need LangChain or LlamaIndex live in
+rendered the same way for all of them (`block`), so only what a strategy keeps, summarizes and
+reorders differs. The peers that need LangChain or LlamaIndex live in
 `langchain_peers` and `llamaindex_peers` and are skipped when those are not installed.
 """
 
@@ -62,8 +62,12 @@ class Setup:
 Factory = Callable[[Setup], Strategy]
 
 
-def block(message: Message) -> str:
-    """A message as every strategy sends it."""
+def block(message: Message, agent: str) -> str:
+    """A message as every strategy sends it: the agent's own answers as their text (a provider
+    gets them as the assistant's, as `view()` sends them), everyone else's messages and every
+    tool step with their speaker (`author → to: text`)."""
+    if message.author == agent and not message.step:
+        return message.text
     return render(message)
 
 
@@ -89,10 +93,11 @@ class FullHistory(_Plain):
 
     def __init__(self, setup: Setup) -> None:
         super().__init__()
+        self.agent = setup.conversation.agent
         self.blocks: list[str] = []
 
     async def add(self, message: Message) -> Prompt:
-        self.blocks.append(block(message))
+        self.blocks.append(block(message, self.agent))
         return Prompt(blocks=tuple(self.blocks), marks=(len(self.blocks),))
 
 
@@ -102,11 +107,12 @@ class RollingWindow(_Plain):
     def __init__(self, setup: Setup) -> None:
         super().__init__()
         self.budget = setup.budget
+        self.agent = setup.conversation.agent
         self.window: deque[tuple[str, int]] = deque()
         self.tokens = 0
 
     async def add(self, message: Message) -> Prompt:
-        text = block(message)
+        text = block(message, self.agent)
         self.window.append((text, count(text) + 1))
         self.tokens += self.window[-1][1]
         while self.tokens > self.budget and len(self.window) > 1:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from pydantic_ai.messages import (
     CachePoint,
+    CompactionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    TextPart,
     UserPromptPart,
 )
 
@@ -37,11 +39,23 @@ async def chat_history_prompt(history: History, thread: str, *, agent: str) -> P
             part = piece.parts[0]
             if isinstance(part, UserPromptPart) and _marked(part):
                 marks.append(len(blocks))
-            text = prompt_text([piece])
+            text = _content(piece)
             if text:
                 blocks.append(text)
     marks.append(len(blocks))
     return Prompt(blocks=tuple(blocks), marks=tuple(sorted(set(marks) - {0})))
+
+
+def _content(piece: ModelMessage) -> str:
+    """A one-part message as the meter counts it: its text without the role line that
+    `prompt_text` puts before a message's text (`[user]`, `[assistant]`, `[outline]`). A
+    provider sends the role as a field, which the meter's token per block stands for, as it does
+    for every strategy's blocks; a tool call or result keeps its line (its id and name are
+    sent)."""
+    text = prompt_text([piece])
+    if isinstance(piece.parts[0], UserPromptPart | TextPart | CompactionPart):
+        text = text.partition("\n")[2]
+    return text.removesuffix("\n")
 
 
 def _marked(part: UserPromptPart) -> bool:

@@ -19,8 +19,14 @@ from benchmarks import corpora, speed
 from benchmarks.__main__ import run
 from benchmarks.cache import Meter, Prices, Prompt, count, token_ids
 from benchmarks.config import QUICK
-from benchmarks.fakes import compress, salient
-from benchmarks.strategies import DEFAULT_BUDGET, chat_history_settings
+from benchmarks.fakes import Behaviour, compress, salient
+from benchmarks.strategies import (
+    DEFAULT_BUDGET,
+    ChatHistory,
+    FullHistory,
+    Setup,
+    chat_history_settings,
+)
 from history.settings import HistorySettings
 from history.store.writes import POSTED_TOGETHER
 
@@ -97,6 +103,23 @@ def test_chat_outline_runs_each_of_its_budgets_scaled_to_the_benchmark_budget() 
         assert getattr(scaled, name) == tuple(b // 20 for b in getattr(defaults, name)), name
     assert scaled.kept == 1
     assert chat_history_settings(DEFAULT_BUDGET) == defaults
+
+
+@pytest.mark.anyio
+async def test_chat_outline_that_cuts_nothing_sends_what_the_full_history_sends() -> None:
+    """Its view's parts are counted as the other strategies' messages are: the text of each,
+    the role being the separator every block has."""
+    conversation = corpora.synthetic_corpus(40).conversations[0]
+    plain = replace(conversation, messages=[m for m in conversation.messages if not m.step])
+    setup = Setup(budget=DEFAULT_BUDGET, conversation=plain, behaviour=Behaviour())
+    ours, full = ChatHistory(setup), FullHistory(setup)
+    await ours.start()
+    try:
+        for message in plain.messages:
+            assert (await ours.add(message)).blocks == (await full.add(message)).blocks
+    finally:
+        await ours.stop()
+    assert any(m.author == plain.agent for m in plain.messages)
 
 
 def test_the_summarizer_keeps_names_numbers_and_ids_first() -> None:
