@@ -110,7 +110,7 @@ async def test_chat_outline_that_cuts_nothing_sends_what_the_full_history_sends(
     """Its view's parts are counted as the other strategies' messages are: the text of each,
     the role being the separator every block has."""
     conversation = corpora.synthetic_corpus(40).conversations[0]
-    plain = replace(conversation, messages=[m for m in conversation.messages if not m.step])
+    plain = replace(conversation, messages=tuple(m for m in conversation.messages if not m.step))
     setup = Setup(budget=DEFAULT_BUDGET, conversation=plain, behaviour=Behaviour())
     ours, full = ChatHistory(setup), FullHistory(setup)
     await ours.start()
