@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+import snowballstemmer
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -46,6 +47,20 @@ def test_words_are_folded_alike_whatever_the_text(text: str) -> None:
     stripped = terms._LATIN_ACCENT.sub("", unicodedata.normalize("NFD", text))
     folded = unicodedata.normalize("NFC", stripped).lower()
     assert terms.words(text) == [terms._ordinal(w) for w in terms._WORD.findall(folded)]
+
+
+@given(st.integers(min_value=0, max_value=10**30), st.sampled_from(terms.languages()))
+def test_no_stemmer_changes_a_number(number: int, language: str) -> None:
+    # What lets the stemmer's cache pass numbers through without asking snowball.
+    word = str(number)
+    if language != terms.SIMPLE:
+        assert snowballstemmer.stemmer(language).stemWord(word) == word
+    assert terms.stemmer(language)(word) == word
+
+
+@given(st.lists(st.text(alphabet="ab1", min_size=1)))
+def test_a_rows_terms_carry_its_key_each_between_spaces(stems: list[str]) -> None:
+    assert terms.keyed("k", stems) == "".join(f" k{stem} " for stem in stems)
 
 
 async def test_a_message_is_found_by_its_day_in_words(store: Store) -> None:
