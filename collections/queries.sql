@@ -80,9 +80,12 @@ ON CONFLICT (id) DO NOTHING
 RETURNING seq, idx, sidx;
 
 -- name: insert_loaded_message
--- A message loaded from elsewhere, in its place: its seq, index and weight.
-INSERT INTO message (id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx)
-VALUES (:id, :thread, :seq, :idx, :author, :to, :text, :at, :step, :files, :weight, :sidx);
+-- A message loaded from elsewhere, in its place: its seq, index and weight, and its provider's
+-- form when it has one.
+INSERT INTO message (id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx,
+                     native)
+VALUES (:id, :thread, :seq, :idx, :author, :to, :text, :at, :step, :files, :weight, :sidx,
+        :native);
 
 -- name: message
 -- A message by its id.

@@ -39,9 +39,10 @@ from .lines import size
 from .store.consistency import LARGEST, TOP_LEVEL
 from .store.records import Call, ThreadRecords
 
-FORMAT = 2
-FORMATS = (1, 2)
-"""Format 2 adds step trees (SPEC version 2); a format 1 export loads as it is."""
+FORMAT = 3
+FORMATS = (1, 2, 3)
+"""Format 2 adds step trees (SPEC version 2), format 3 a message's provider form (`native`);
+an export of an earlier format loads as it is."""
 
 
 Count = Annotated[int, Field(ge=0, le=LARGEST)]
@@ -87,6 +88,16 @@ class MessageLine(_Line):
     files: list[FileLine]
     weight: Count
     step_index: Annotated[int, Field(ge=0, le=LARGEST)] | None = None
+    native: str | None = None
+    """The provider's form of an agent's own message, when it was stored with one."""
+
+    @model_serializer(mode="wrap")
+    def _without_native(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A message with no native form is written as before they were kept."""
+        value: dict[str, Any] = handler(self)
+        if value.get("native") is None:
+            value.pop("native", None)
+        return value
 
 
 class SummaryLine(_Line):
@@ -163,7 +174,7 @@ def record_lines(records: ThreadRecords) -> list[Record]:
     if records.about is not None:
         a = records.about
         out.append(ThreadLine(thread=a.thread, title=a.title, settings=a.settings))
-    out += [_message_line(s) for s in records.messages]
+    out += [_message_line(s, records.natives.get(s.message.id)) for s in records.messages]
     out += [
         SummaryLine(
             thread=n.thread, agent=n.agent, level=n.level, index=n.index, text=n.text,
@@ -209,13 +220,13 @@ def call_of(line: CallLine) -> Call:
     return Call(model=line.model, n=line.n, ask=ask)
 
 
-def _message_line(s: Stored) -> MessageLine:
+def _message_line(s: Stored, native: str | None) -> MessageLine:
     m = s.message
     return MessageLine(
         id=m.id, thread=m.thread, seq=s.seq, index=s.index, author=m.author, to=m.to,
         text=m.text, at=format_at(m.at), step=m.step,
         files=[FileLine(name=f.name, mime=f.mime, size=f.size, url=f.url) for f in m.files],
-        weight=s.weight, step_index=s.step_index,
+        weight=s.weight, step_index=s.step_index, native=native,
     )  # fmt: skip
 
 

@@ -38,6 +38,7 @@ from ._carry_lines import (
     stored_of,
     summary_of,
 )
+from ._checks import text
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
 from .store import Store
@@ -112,6 +113,7 @@ class _Group:
         self.outline: Outline | None = None
         self.calls: list[Call] = []
         self.about: About | None = None
+        self.natives: dict[str, str] = {}
 
     def records(self, thread: str) -> ThreadRecords:
         return ThreadRecords(
@@ -121,6 +123,7 @@ class _Group:
             summaries=tuple(sorted(self.summaries, key=lambda n: (n.agent, n.level, n.index))),
             outline=self.outline,
             calls=tuple(sorted(self.calls, key=lambda c: c.n)),
+            natives=self.natives,
         )
 
 
@@ -152,7 +155,10 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
                 thread=record.thread, title=record.title, settings=record.settings
             )
         case MessageLine():
-            groups[record.thread].messages.append(stored_of(record))
+            group = groups[record.thread]
+            group.messages.append(stored_of(record))
+            if record.native is not None:
+                group.natives.setdefault(record.id, text("native", record.native))
         case SummaryLine():
             groups[record.thread].summaries.append(summary_of(record))
         case OutlineLine():

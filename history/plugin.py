@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Self
 import anyio
 from anyio.abc import TaskGroup
 
+from ._checks import optional_text
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
 from .contract import Message, Outline, Stored
@@ -187,8 +188,7 @@ class History:
         group = self._open()
         if not isinstance(message, Message):
             raise InputError(f"message_created takes a Message, got {message!r}")
-        if native is not None and not isinstance(native, str):
-            raise InputError(f"native must be a string or None, got {native!r}", field="native")
+        native = optional_text("native", native)
         if message.step and not message.author:
             raise InputError(
                 f"author must name the agent a step belongs to, got {message.author!r}",

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from history import ConflictError, HistorySettings, InputError, NotFoundError
+from history import ConflictError, History, HistorySettings, InputError, NotFoundError
 from history.carry import export, load, read_records
 from history.rebuilding import rebuild
 from history.store import Store, open_store
@@ -170,12 +170,33 @@ async def test_a_bad_line_is_refused_naming_its_place() -> None:
                "bytes": 5, "message": "m", "at": "2026-11-01T09:00:00+00:00"}  # fmt: skip
     with pytest.raises(InputError, match=r"^x:1: summary bytes 5 is not the size of its text"):
         read_records([json.dumps(summary)], source="x")
-    with pytest.raises(InputError, match=r"format 3 is not one of \(1, 2\)"):
-        read_records([json.dumps({"kind": "chat-history", "format": 3})])
+    with pytest.raises(InputError, match=r"format 4 is not one of \(1, 2, 3\)"):
+        read_records([json.dumps({"kind": "chat-history", "format": 4})])
 
 
 async def test_exporting_a_thread_that_is_not_stored_is_refused(tmp_path: Path) -> None:
     async with opened(tmp_path / "empty.sqlite") as store:
         with pytest.raises(NotFoundError, match="'ghost'"):
             await exported(store, "ghost")
-        assert await exported(store) == '{"kind":"chat-history","format":2}\n'
+        assert await exported(store) == '{"kind":"chat-history","format":3}\n'
+
+
+async def test_a_messages_provider_form_is_carried_with_it(tmp_path: Path, database: str) -> None:
+    # An agent's reasoning items and ids, which its view sends while the message is whole.
+    native = json.dumps([{"parts": [{"part_kind": "thinking", "content": "café"}]}])
+    chat = [message(0, "What is due?"), message(1, "The invoice.", author="north", to="Ana")]
+    async with History(HistorySettings(summarizer="echo"), store=tmp_path / "a.sqlite") as history:
+        await history.message_created(chat[0])
+        await history.message_created(chat[1], native=native)
+        with pytest.raises(InputError, match="native holds a NUL"):
+            await history.message_created(message(2, "x", author="north"), native="a\x00b")
+        await history.wait()
+        text = await exported(history.store)
+    assert [json.loads(line).get("native") for line in text.splitlines()[2:4]] == [None, native]
+    async with opened(database) as other:
+        await load(other, text.splitlines())
+        assert await other.natives("t", -1) == {"t-1": native}
+        assert await exported(other) == text
+    bad = text.replace(json.dumps(native)[1:-1], "a\\u0000b")
+    with pytest.raises(InputError, match=r"^<input>:4: native holds a NUL"):
+        read_records(bad.splitlines())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from ..contract import About, Ask, Outline, Stored, Summary
@@ -55,6 +55,9 @@ class ThreadRecords:
     """In the order they were made."""
     about: About | None = None
     """Its title and the settings it was built with; a load writes those it gives."""
+    natives: Mapping[str, str] = field(default_factory=dict)
+    """The provider's forms of the messages that have one, by id (see
+    `History.message_created`): a load writes them with the messages it writes."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,6 +95,8 @@ class Plan:
     skipped: int
     about: About | None = None
     """A title or settings to give the thread (each kept as stored where this has none)."""
+    natives: Mapping[str, str] = field(default_factory=dict)
+    """The provider's forms of the messages it writes that have one, by id."""
 
     @property
     def written(self) -> int:
@@ -167,6 +172,11 @@ def plan(
         thread=thread,
         about=about,
         messages=tuple(messages),
+        natives={
+            s.message.id: incoming.natives[s.message.id]
+            for s in messages
+            if s.message.id in incoming.natives
+        },
         indexed=_processed(old, messages, after),
         summaries=tuple(summaries),
         calls=tuple(calls),

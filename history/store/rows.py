@@ -376,11 +376,13 @@ def outline_row(outline: Outline) -> Params:
     }  # fmt: skip
 
 
-def loaded_message_row(stored: Stored) -> Params:
-    """The row of a message loaded from elsewhere, in its place: its seq, index and weight."""
+def loaded_message_row(stored: Stored, native: str | None = None) -> Params:
+    """The row of a message loaded from elsewhere, in its place: its seq, index and weight, and
+    its provider's form (`native`) when it has one."""
     m = stored.message
     return {
         "id": m.id, "thread": m.thread, "seq": stored.seq, "idx": stored.index,
         "author": m.author, "to": m.to, "text": m.text, "at": format_at(m.at), "step": m.step,
         "files": m.files_json(), "weight": stored.weight, "sidx": stored.step_index,
+        "native": native,
     }  # fmt: skip

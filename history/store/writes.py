@@ -77,6 +77,7 @@ async def thread_records(tx: Transaction, thread: str, *, lock: bool) -> ThreadR
     if lock:
         await tx.fetch("lock_outline", thread=thread)
     messages = await tx.fetch("thread_messages", thread=thread)
+    natives = await tx.fetch("natives", thread=thread, after=-1)
     nodes = await tx.fetch("summaries", thread=thread)
     calls = await tx.fetch("calls", thread=thread)
     row = await tx.one("outline", thread=thread)
@@ -90,6 +91,7 @@ async def thread_records(tx: Transaction, thread: str, *, lock: bool) -> ThreadR
         outline=None if row is None else rows.outline_from_row(row),
         calls=tuple(records.call_from_row(r) for r in calls),
         about=None if about is None else rows.about_from_row(about),
+        natives={r["id"]: r["native"] for r in natives},
     )
 
 
@@ -111,7 +113,8 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
         await tx.execute("erase_summaries", thread=plan.thread)
         await tx.execute("clear_lines", thread=plan.thread)
     await tx.executemany(
-        "insert_loaded_message", [rows.loaded_message_row(s) for s in plan.messages]
+        "insert_loaded_message",
+        [rows.loaded_message_row(s, plan.natives.get(s.message.id)) for s in plan.messages],
     )
     await tx.executemany("insert_search", rows.stored_search_rows(plan.indexed, language))
     await tx.executemany("insert_summary", [rows.summary_row(node) for node in plan.summaries])
