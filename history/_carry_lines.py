@@ -54,6 +54,14 @@ class _Line(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+def _as_before(value: dict[str, Any], key: str) -> dict[str, Any]:
+    """A line without `key` when it is None: written as it was before the key was kept (a
+    file's `url`, a message's `native`)."""
+    if value.get(key) is None:
+        value.pop(key, None)
+    return value
+
+
 class HeaderLine(_Line):
     kind: Literal["chat-history"] = "chat-history"
     format: int = FORMAT
@@ -67,11 +75,7 @@ class FileLine(_Line):
 
     @model_serializer(mode="wrap")
     def _without_url(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A file with no url is written as before urls were kept."""
-        value: dict[str, Any] = handler(self)
-        if value.get("url") is None:
-            value.pop("url", None)
-        return value
+        return _as_before(handler(self), "url")
 
 
 class MessageLine(_Line):
@@ -93,11 +97,7 @@ class MessageLine(_Line):
 
     @model_serializer(mode="wrap")
     def _without_native(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A message with no native form is written as before they were kept."""
-        value: dict[str, Any] = handler(self)
-        if value.get("native") is None:
-            value.pop("native", None)
-        return value
+        return _as_before(handler(self), "native")
 
 
 class SummaryLine(_Line):
