@@ -320,9 +320,9 @@ CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent
 
 -- name: search_corpora
 -- Search: how many rows and terms the thread holds of one agent ('': the shared rows),
--- messages and lines apart, in the index's order.
-SELECT line, count(*) AS count, sum(length) AS terms FROM search
-WHERE thread = :thread AND agent = :agent GROUP BY line;
+-- messages and lines apart, as the triggers keep them.
+SELECT line, count, terms FROM search_corpus WHERE thread = :thread AND agent = :agent
+ORDER BY line;
 
 -- name: search_details
 -- Search: what the listed results show, by their keys (a JSON list of [agent, line, level, idx]).

@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from history import ConfigurationError, History, HistorySettings, Summary, terms
 from history.contract import Stored
+from history.rebuilding import rebuild
 from history.store import Store, open_store, ranking
 from history.store import rows as store_rows
 from history.store.queries import QUERIES as STATEMENTS
@@ -341,3 +343,31 @@ async def test_a_store_indexed_with_short_keys_is_indexed_again_as_it_opens(
     words = await anyio.to_thread.run_sync(run_sql, database, "SELECT words FROM search")
     assert all(w.split()[0][: terms.KEY_LENGTH] == terms.key("t", "") for (w,) in words)
     assert terms.KEY_LENGTH == 16
+
+
+async def test_a_threads_corpus_size_is_kept_as_its_rows_come_and_go(database: str) -> None:
+    # What ranking weighs against is read from counts the triggers keep, not by counting.
+    settings = HistorySettings(summarizer="scripted", **SMALL)
+    chat = long_chat(120) + long_chat(40, thread="u", seed=3)
+    await ingest(chat, settings, store=database)
+
+    async def sizes() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The sizes kept, and the sizes counted from the rows."""
+        kept = "SELECT thread, agent, line, count, terms FROM search_corpus"
+        counted = (
+            "SELECT thread, agent, line, count(*), sum(length) FROM search "
+            "GROUP BY thread, agent, line"
+        )
+        found = [await anyio.to_thread.run_sync(run_sql, database, q) for q in (kept, counted)]
+        return sorted(found[0]), sorted(found[1])
+
+    kept, counted = await sizes()
+    assert kept == counted and {row[0] for row in kept} == {"t", "u"}
+    assert any(row[2] for row in kept)  # lines as well as messages
+    async with opened(database) as store:
+        await rebuild(store, "t", settings)  # its lines' rows deleted and written again
+        kept, counted = await sizes()
+        assert kept == counted
+        await store.erase("u")
+    kept, counted = await sizes()
+    assert kept == counted and {row[0] for row in kept} == {"t"}

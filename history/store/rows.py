@@ -46,6 +46,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0016_search_posted", "search_posted.sql"),
     ("0017_search_keys", "search_keys.sql"),
     ("0018_store_message", "store_message.sql"),
+    ("0019_search_corpus", "search_corpus.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
