@@ -10,11 +10,12 @@ from typing import Any
 import anyio
 import pytest
 
-from history import History, HistorySettings, StoreError, plugin
+from history import History, HistorySettings, StoreError, plugin, terms
 from history.contract import Ask
 from history.lane import Lane
 from history.store import open_store
 from history.store.postgres import PostgresStore
+from history.store.queries import QUERIES
 from history.store.rows import MIGRATIONS
 from history.trace import simulate, snapshot
 
@@ -198,3 +199,31 @@ async def test_a_message_another_process_stores_while_a_thread_waits_is_processe
             await done.wait()  # nobody waits on the first: it looks once it lets go
         outline = await one.outline("t")
     assert outline is not None and [item.id for item in outline.tail] == ["t-0", "t-1"]
+
+
+async def test_a_search_is_planned_without_workers_or_compiling(url: str) -> None:
+    # A term's postings are one thread's, which the table's statistics cannot know: on a large
+    # store a misjudged plan started parallel workers (50 ms a statement) or compiled itself.
+    [found] = await anyio.to_thread.run_sync(postgres_sql, url, "SHOW server_version_num")
+    version = int(found["server_version_num"])
+    forced = "debug_parallel_query" if version >= 160000 else "force_parallel_mode"
+    store = open_store(f"{url}&{forced}=on&jit_above_cost=0")  # workers and JIT for any plan
+    assert isinstance(store, PostgresStore)
+    await store.open()
+    try:
+        await processed(store, message(0, "the invoice is paid"))
+        frequencies = QUERIES["search_frequencies"].postgresql.text
+        explain = f"EXPLAIN (ANALYZE, FORMAT JSON) {frequencies}"
+
+        async def plan(tx: Any, *, few: bool) -> str:
+            if few:
+                await tx.few_rows()
+            return str(await tx._db.fetchval(explain, [terms.key("t", "") + "invoic"]))
+
+        eager_plan = await store._sql.run(lambda tx: plan(tx, few=False), mode="snapshot")
+        assert "Gather" in eager_plan and '"JIT"' in eager_plan  # what the settings ask for
+        searched = await store._sql.run(lambda tx: plan(tx, few=True), mode="snapshot")
+        assert "Gather" not in searched and '"JIT"' not in searched
+        assert [h.message for h in await store.search("t", "invoices", 5)] == ["t-0"]
+    finally:
+        await store.close()

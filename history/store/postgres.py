@@ -206,9 +206,11 @@ class _Transaction:
         await self._db.execute("SELECT pg_advisory_xact_lock($1)", self._migrate_space)
 
     async def few_rows(self) -> None:
-        # A search's statements read a few hundred postings: compiling them (JIT, which a
-        # misjudged plan asks for) costs more than running them.
-        await self._db.execute("SET LOCAL jit = off")
+        # A search's statements read a few hundred postings: compiling them (JIT) or starting
+        # workers to read them in parallel, which a misjudged plan asks for, costs more than
+        # running them (a term's postings are one thread's, which no estimate of the table's
+        # knows: in a store of 100,000 messages the workers alone took 50 ms a statement).
+        await self._db.execute("SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0")
 
 
 def _redacted(url: str) -> str:
