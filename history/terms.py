@@ -24,8 +24,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 
-import snowballstemmer
-
 from .errors import ConfigurationError
 
 DEFAULT_LANGUAGE = "english"
@@ -164,6 +162,8 @@ without a group copied per letter (six times faster on a megabyte of them)."""
 
 def languages() -> tuple[str, ...]:
     """The languages search can stem, and `simple`."""
+    import snowballstemmer  # its import loads every language's stemmer: only where needed
+
     return (SIMPLE, *snowballstemmer.algorithms())
 
 
@@ -180,6 +180,8 @@ def check_language(language: object) -> str:
 def stemmer(language: str) -> Callable[[str], str]:
     if language == SIMPLE:
         return lambda word: word
+    import snowballstemmer
+
     snowball = snowballstemmer.stemmer(language)
 
     @lru_cache(maxsize=65_536)

@@ -254,7 +254,8 @@ def loaded(*argv: str, cwd: Path) -> set[str]:
     """The heavy packages a command imported, run in a fresh interpreter."""
     script = (
         "import sys\nfrom history.cli import main\ntry:\n    main(sys.argv[1:])\n"
-        "except SystemExit:\n    pass\nheavy = ('pydantic_ai', 'rich', 'aiosqlite', 'asyncpg')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = ('pydantic_ai', 'rich', 'aiosqlite', 'asyncpg', 'snowballstemmer')\n"
         "print(' '.join(sorted(n for n in heavy if n in sys.modules)), file=sys.stderr)\n"
     )
     result = subprocess.run(
