@@ -254,7 +254,12 @@ def _cost_why(runs: Sequence[Run], reference: int) -> str:
         )
         if peer is not None:
             moves = peer.breakdown.get("break", (0, 0.0))[0]
-            text += f"; LangChain's middleware's prompt start moved at {moves} turns"
+            text += (
+                f"; LangChain's middleware's prompt start moved at {moves} turns; the mean "
+                f"prompt is {ours.mean('tokens'):,.0f} tokens against the middleware's "
+                f"{peer.mean('tokens'):,.0f} ({ours.mean('tokens') / reference:.0%} and "
+                f"{peer.mean('tokens') / reference:.0%} of the budget)"
+            )
         parts.append(text)
     return (
         f"At {reference:,} tokens: "
@@ -264,7 +269,11 @@ def _cost_why(runs: Sequence[Run], reference: int) -> str:
         "proportions) and comes after every 2/5 of the budget of new tokens, where the "
         "middleware re-sends a third of its budget after every two thirds. A *fold* replaces "
         "the most overdue pairs, which sit early in the outline, so it re-sends most of the "
-        "outline and the whole tail. A *cut short* is a cut that cannot bring the tail down to "
+        "outline and the whole tail. Between moves both read their prompts from the cache, so "
+        "the rest is the prompts' size: chat-outline's tail swings between 1/5 and 3/5 of the "
+        "budget under an outline of up to 2/5, fuller on average than the middleware's prompt, "
+        "which swings between a third of the budget and the whole. A *cut short* is a cut that "
+        "cannot bring the tail down to "
         "`tail[0]` because the newest `kept` messages alone outweigh it; the cut gap (SPEC "
         "version 2) then waits for another `tail[1] - tail[0]` tokens, where the chapter's rule "
         "cut at every message (`chat-outline-no-gap` runs that rule beside it). What would "
