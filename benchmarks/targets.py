@@ -254,11 +254,11 @@ def _cost_why(runs: Sequence[Run], reference: int) -> str:
         )
         if peer is not None:
             moves = peer.breakdown.get("break", (0, 0.0))[0]
+            mine, theirs = ours.mean("tokens"), peer.mean("tokens")
             text += (
                 f"; LangChain's middleware's prompt start moved at {moves} turns; the mean "
-                f"prompt is {ours.mean('tokens'):,.0f} tokens against the middleware's "
-                f"{peer.mean('tokens'):,.0f} ({ours.mean('tokens') / reference:.0%} and "
-                f"{peer.mean('tokens') / reference:.0%} of the budget)"
+                f"prompt is {mine:,.0f} tokens against the middleware's {theirs:,.0f} "
+                f"({mine / reference:.0%} and {theirs / reference:.0%} of the budget)"
             )
         parts.append(text)
     return (
