@@ -142,7 +142,8 @@ def throughput(
             "lines, merges and a fold), stems its search row, and commits it with a version "
             "check (a second transaction, which up to 64 messages that only join the tail "
             "share). It also indexes its lines, each line at every level of the tree: about "
-            "two thirds more postings than the messages' alone, written in the same batches."
+            "two fifths more postings than the messages' alone, written with theirs (a batch "
+            "once 64 messages wait, the lines written meanwhile with them)."
             + (
                 " On PostgreSQL storing is one round trip (a function that takes the thread's "
                 "lock, which the SPEC's gap-free seq needs), as the raw INSERT is."
@@ -186,7 +187,7 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
             why += (
                 f" Into {i.threads:,} thread(s) no thread grows past {per_thread:,} messages, "
                 "so the first slices are every thread's cheap start: a thread's search "
-                f"postings are written once {POSTED_TOGETHER} of its rows wait (from its "
+                f"postings are written once {POSTED_TOGETHER} of its messages wait (from its "
                 f"{POSTED_TOGETHER}th message on, the slice of message "
                 f"{i.threads * POSTED_TOGETHER:,} here), and its cuts once its tail is full "
                 f"(lines asked per message: {i.asks[0]:.2f} in the first slice, "

@@ -45,8 +45,9 @@ VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :text, :wor
         FALSE);
 
 -- name: unposted
--- How many of the thread's rows wait for their postings, from the `search_unposted` index.
-SELECT count(*) AS count FROM search WHERE thread = :thread AND NOT posted;
+-- How many of the thread's messages wait for their postings (from the `search_unposted` index;
+-- the lines that wait with them do not count).
+SELECT count(*) AS count FROM search WHERE thread = :thread AND NOT posted AND NOT line;
 
 -- name: post_search
 -- The postings of the thread's unposted rows, in the order of `search_term`'s key. A row's

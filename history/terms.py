@@ -21,7 +21,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from functools import lru_cache
 
 from .errors import ConfigurationError
@@ -152,9 +152,15 @@ KEY_LENGTH = 16
 share one with a chance of about one in thirty million (two that did would share postings)."""
 
 _WORD = re.compile(r"[^\W_]+")
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
-"""`_WORD` on lowercased ASCII, where it is letters and digits: a third faster."""
+_SEPARATORS = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isascii() and chr(c).isalnum())}
+)
+"""Every ASCII character that is not a letter or a digit, made a space: on an ASCII text,
+splitting what this leaves is `_WORD` (three times as fast as the expression)."""
+_MARK = re.compile(r"[\u0300-\u036f]")
 _ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
+_ORDINAL_IN = re.compile(r"\d(?:st|nd|rd|th)")
+"""Where a text has none, none of its words is an ordinal."""
 _LATIN_ACCENT = re.compile(r"(?<=[A-Za-z])[\u0300-\u036f]+")
 """Accents on a Latin letter (after NFD); a lookbehind, so a long accented text is folded
 without a group copied per letter (six times faster on a megabyte of them)."""
@@ -197,14 +203,23 @@ def stemmer(language: str) -> Callable[[str], str]:
 
 def words(text: str) -> list[str]:
     """A text's words as search compares them: folded and lowercased, not yet stemmed."""
-    if text.isascii():  # no accents to fold, NFD and NFC leave it as it is, `_WORD` is plain
-        found = _ASCII_WORD.findall(text.lower())
+    if text.isascii():  # no accents to fold, NFD and NFC leave it as it is
+        folded = text.lower()
+        found = folded.translate(_SEPARATORS).split()
     else:
-        folded = unicodedata.normalize(
-            "NFC", _LATIN_ACCENT.sub("", unicodedata.normalize("NFD", text))
-        ).lower()
+        folded = _fold(text).lower()
         found = _WORD.findall(folded)
+    if not _ORDINAL_IN.search(folded):  # no word can be an ordinal: none to look at
+        return found
     return [_ordinal(word) if word[0].isdigit() else word for word in found]
+
+
+def _fold(text: str) -> str:
+    """`text` in NFC without the accents of its Latin letters. A text with nothing to
+    decompose and no combining mark (dashes, quotes, arrows, emoji) is only put in NFC."""
+    if unicodedata.is_normalized("NFD", text) and not _MARK.search(text):
+        return unicodedata.normalize("NFC", text)
+    return unicodedata.normalize("NFC", _LATIN_ACCENT.sub("", unicodedata.normalize("NFD", text)))
 
 
 def _ordinal(word: str) -> str:
@@ -214,8 +229,7 @@ def _ordinal(word: str) -> str:
 
 def terms(text: str, language: str) -> list[str]:
     """A text's words, stemmed in `language`, in order, repeats kept."""
-    stem = stemmer(language)
-    return [stem(word) for word in words(text)]
+    return list(map(stemmer(language), words(text)))
 
 
 def date_words(at: datetime) -> str:
@@ -227,10 +241,18 @@ def date_words(at: datetime) -> str:
 def indexed(text: str, first: datetime, last: datetime, language: str) -> list[str]:
     """What is indexed for a message (`first` = `last` = its `at`) or a line over a span: the
     words of its days, then of its text."""
-    days = [date_words(first)]
-    if date_words(last) != days[0]:
-        days.append(date_words(last))
-    return terms(" ".join(days), language) + terms(text, language)
+    return [*_days(first.astimezone(UTC).date(), last.astimezone(UTC).date(), language),
+            *terms(text, language)]  # fmt: skip
+
+
+@lru_cache(maxsize=4_096)
+def _days(first: date, last: date, language: str) -> tuple[str, ...]:
+    """The stemmed words of a span's first and last days (one day once): a thread's messages
+    share a few hundred days, so each is worded and stemmed once."""
+    days = [date_words(datetime.combine(first, time(), UTC))]
+    if last != first:
+        days.append(date_words(datetime.combine(last, time(), UTC)))
+    return tuple(terms(" ".join(days), language))
 
 
 def query_terms(query: str, language: str) -> dict[str, tuple[str, ...]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import unicodedata
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +41,32 @@ async def test_words_are_found_by_their_stems(store: Store) -> None:
     assert (await store.search("t", "submitting", 1))[0].message == "t-2"
 
 
-@given(st.text(alphabet=st.sampled_from("ab1 2st_Éé\u0301ǅ٣nd-rdTH\u00b2")) | st.text())
+@given(st.text(alphabet=st.sampled_from("ab1 2st_Éé\u0301ǅ٣nd-rdTH\u00b2→Å\u212bİ한")) | st.text())
 @example("The 1st café opened on the 22ND, the ٣rd and ²nd are odd: ǅemal_4th.")
+@example("plans → dates — “quotes” and 🙂, no accent")  # NFC and NFD already: only split
+@example("the \u212bngström, x\u0301 and e\u0301: decomposed, or marked by hand")
+@example("İstanbul 한국 1ST")  # lowercasing adds a mark; Hangul composes
 def test_words_are_folded_alike_whatever_the_text(text: str) -> None:
     # Every text folded whole (accents off Latin letters, NFC, lowercase), then each word's
     # ordinal suffix cut: what the quicker paths for ASCII texts and for words must give.
     stripped = terms._LATIN_ACCENT.sub("", unicodedata.normalize("NFD", text))
     folded = unicodedata.normalize("NFC", stripped).lower()
     assert terms.words(text) == [terms._ordinal(w) for w in terms._WORD.findall(folded)]
+
+
+@given(
+    st.text(alphabet=st.sampled_from("ab 1st→é")),
+    st.datetimes(max_value=datetime(9000, 1, 1), timezones=st.timezones()),
+    st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=3)),
+)
+def test_a_span_is_indexed_as_its_days_in_words_then_its_text(
+    text: str, first: datetime, span: timedelta
+) -> None:
+    # The days' stems are kept per pair of days: what they must stay equal to.
+    last = first + span
+    days = dict.fromkeys([terms.date_words(first), terms.date_words(last)])
+    expected = terms.terms(" ".join(days), "english") + terms.terms(text, "english")
+    assert terms.indexed(text, first, last, "english") == expected
 
 
 @given(st.integers(min_value=0, max_value=10**30), st.sampled_from(terms.languages()))
@@ -262,6 +280,38 @@ async def test_a_message_is_indexed_by_the_commit_that_processes_it_once(databas
 def unposted(database: str) -> int:
     """How many search rows wait for their postings."""
     return int(run_sql(database, "SELECT count(*) FROM search WHERE NOT posted")[0][0])
+
+
+async def test_lines_are_posted_with_the_messages(database: str) -> None:
+    # A line is a few dozen words: the lines written as messages leave the tail wait for the
+    # next batch of messages' postings instead of starting batches of their own, and are
+    # found while they wait.
+    settings = HistorySettings(summarizer="scripted", tail=(60, 120))
+    long = " ".join(["the venue holds two hundred seats"] * 20)
+
+    async def count(where: str) -> int:
+        found = await anyio.to_thread.run_sync(
+            run_sql, database, f"SELECT count(*) FROM search WHERE {where}"
+        )
+        return int(found[0][0])
+
+    async with History(settings, store=database) as history:
+        for m in exchange([f"{long} {k}" for k in range(25)]):  # 50 messages, under a batch
+            await history.message_created(m)
+        await history.wait()
+        assert await count("NOT posted AND line") > 40
+        assert await count("posted") == 0
+        [hit] = await history.store.search("t", "s8", 5)  # the scripted line of message 8
+        assert (hit.label, hit.text) == ("8+1", "S8")
+        for m in exchange([f"{long} {k}" for k in range(25, 40)], start=50):
+            await history.message_created(m)
+        await history.wait()
+        assert [(h.label, h.text) for h in await history.store.search("t", "s8", 5)] == [
+            ("8+1", "S8")
+        ]
+    # The batch that the 64th waiting message started took the lines with it.
+    assert await count("NOT posted AND NOT line") < POSTED_TOGETHER
+    assert await count("posted AND line") > 40
 
 
 async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database: str) -> None:

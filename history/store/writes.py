@@ -20,7 +20,11 @@ from .records import ThreadRecords
 from .rows import Params, Record
 
 POSTED_TOGETHER = 64
-"""A thread's search rows whose postings a commit leaves for later (a search reads their words)."""
+"""A thread's messages whose search rows a commit leaves waiting for their postings (a search
+reads their words). The lines written meanwhile wait with them: a line is a few dozen words, two
+or so for every message that leaves the tail, and a batch costs most of what it costs whatever
+its size (it changes a page for nearly every term it posts), so lines starting batches of their
+own made half again as many."""
 
 
 async def store_message(tx: Transaction, message: Params, outline: Params) -> Record | None:
@@ -34,12 +38,15 @@ async def store_message(tx: Transaction, message: Params, outline: Params) -> Re
     return placed
 
 
-async def post(tx: Transaction, thread: str, *, at_least: int = 1) -> None:
-    """Write the postings of the thread's search rows that wait for them, if `at_least` do."""
-    found = await tx.one("unposted", thread=thread)
-    if found is not None and found["count"] >= at_least:
-        await tx.execute("post_search", thread=thread)
-        await tx.execute("mark_posted", thread=thread)
+async def post(tx: Transaction, thread: str, *, at_least: int = 0) -> None:
+    """Write the postings of the thread's search rows that wait for them, if the rows of
+    `at_least` messages wait (lines do not count: they go with the messages' batch)."""
+    if at_least:
+        found = await tx.one("unposted", thread=thread)
+        if found is None or found["count"] < at_least:
+            return
+    await tx.execute("post_search", thread=thread)
+    await tx.execute("mark_posted", thread=thread)
 
 
 async def index_lines(
