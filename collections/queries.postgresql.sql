@@ -69,8 +69,13 @@ FROM search_term AS t CROSS JOIN LATERAL (
 WHERE t.term = ANY(:terms::text[]);
 
 -- name: search_frequencies
-SELECT t.term, t.line, count(*) AS count FROM search_term AS t
-WHERE t.term = ANY(:terms::text[]) GROUP BY t.term, t.line;
+SELECT k.term, l.line,
+       (SELECT count(*) FROM (SELECT 1 FROM search_term
+                              WHERE term = k.term AND line = l.line LIMIT :cap) AS p) AS count,
+       (SELECT level::bigint * 4294967296 + idx FROM search_term
+        WHERE term = k.term AND line = l.line
+        ORDER BY level, idx LIMIT 1 OFFSET :cap - 1) AS last
+FROM unnest(:terms::text[]) AS k(term) CROSS JOIN (VALUES (FALSE), (TRUE)) AS l(line);
 
 -- name: search_newest
 SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at

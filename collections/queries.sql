@@ -289,10 +289,15 @@ WHERE thread = :thread AND agent = :agent AND NOT posted;
 
 -- name: search_frequencies
 -- Search: how many postings each of the keyed terms (a JSON list) has, messages and lines
--- apart, counted in the primary key alone (a term's postings are its thread's and agent's).
-SELECT t.term, t.line, count(*) AS count
-FROM json_each(:terms) AS k CROSS JOIN search_term AS t ON t.term = k.value
-GROUP BY t.term, t.line;
+-- apart, counted in the primary key alone (a term's postings are its thread's and agent's) up
+-- to `:cap`; where there are that many, `last` is the key of the `:cap`th in the key's order
+-- (`level * 2^32 + idx`), from which ranking estimates the rest. Terms held nowhere count 0.
+SELECT k.value AS term, l.value AS line,
+       (SELECT count(*) FROM (SELECT 1 FROM search_term
+                              WHERE term = k.value AND line = l.value LIMIT :cap)) AS count,
+       (SELECT level * 4294967296 + idx FROM search_term WHERE term = k.value AND line = l.value
+        ORDER BY level, idx LIMIT 1 OFFSET :cap - 1) AS last
+FROM json_each(:terms) AS k CROSS JOIN json_each('[0, 1]') AS l;
 
 -- name: search_newest
 -- Search: the newest `:cap` postings of one keyed term among messages or lines (lines from the

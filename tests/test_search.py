@@ -421,3 +421,28 @@ async def test_a_threads_corpus_size_is_kept_as_its_rows_come_and_go(database: s
         await store.erase("u")
     kept, counted = await sizes()
     assert kept == counted and {row[0] for row in kept} == {"t"}
+
+
+def test_a_stems_rarity_is_estimated_past_the_count_from_where_its_last_counted_row_is() -> None:
+    # Messages: the 100th of a stem's postings at index 199 of 1,000: half hold it.
+    assert ranking.estimate(199, 1_000, counted=100) == 500
+    # Lines: about half of them come before level 1; the 100th at level 1, index 9.
+    assert ranking.estimate(2**32 + 9, 1_000, counted=100) == round(100 * 1_000 / 510)
+    # Never fewer than were counted, nor more than there are rows.
+    assert ranking.estimate(5_000, 1_000, counted=100) == 100
+    assert ranking.estimate(0, 1_000, counted=1) == 1_000
+
+
+async def test_a_common_stem_is_ranked_alike_counted_or_estimated(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "venue" in one message of four, "budget" in every other one: past a count of 20 the
+    # rarity of both is estimated, and the hits come in the order they do when counted (with
+    # both taken as equally rare, or as rare as the count, the order is another).
+    for k in range(120):
+        text = "the venue" if k % 4 == 1 else "the budget" if k % 2 == 0 else "lunch"
+        await processed(store, message(k, f"{text} at noon"))
+    counted = [h.label for h in await store.search("t", "venue budget", 40)]
+    monkeypatch.setattr(ranking, "COUNTED", 20)
+    assert [h.label for h in await store.search("t", "venue budget", 40)] == counted
+    assert set(counted[:30]) == {f"{k}+1" for k in range(1, 120, 4)}  # the rarer stem first

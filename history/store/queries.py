@@ -211,10 +211,10 @@ PLANNED: dict[str, Planned] = {
     ),
     "search frequencies": _planned(
         "search_frequencies",
-        ("term",),
-        sorts=True,
+        ("term", "line"),
         terms='["k1venue", "k1plan"]',
         arrays={"terms": ["k1venue", "k1plan"]},
+        cap=50,
     ),
     "search newest": _planned(
         "search_newest", ("term", "line"), thread="t", agent="", term="k1venue", line=False, cap=9

@@ -15,7 +15,9 @@ PostgreSQL return the same hits in the same order:
   messages (or lines) hold, only the newest of them (lines from the highest level down), with
   its rarity taken from how many hold it and its counts read for every candidate. So a search
   reads a bounded number of rows however long the thread grows, and is exact until a stem is
-  that common.
+  that common. How many rows hold a stem is counted up to `COUNTED`; of a stem more hold, it
+  is estimated from how far into the thread's rows its `COUNTED`th is (`estimate`), so that
+  counting too reads a bounded number of rows.
 - Better scores first, then the newest, then the lower level, the lower index, messages first.
   A line is listed only when it holds a query stem that no hit listed before it holds (so a
   line never comes with an ancestor or a message that says the same), one hit per label, and
@@ -41,6 +43,8 @@ WINDOW = 1
 """Messages on each side of a message that its window holds."""
 CANDIDATES = 500
 """Of a stem that more messages (or lines) than this hold, only the newest are candidates."""
+COUNTED = 5_000
+"""How many of a stem's postings are counted for its rarity; past that it is estimated."""
 
 Key = tuple[str, bool, int, int]
 """A row of the index: agent, line or message, level, index."""
@@ -63,9 +67,11 @@ class Reads(Protocol):
         """`line, level, idx, words, length, at` of one agent's rows whose postings are not
         written yet (the thread's rows only)."""
 
-    async def frequencies(self, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
-        """`term, line, count`: how many postings each keyed term has (its key names the
-        thread and the agent)."""
+    async def frequencies(self, terms: Sequence[str], *, cap: int) -> Sequence[Sequence[Any]]:
+        """`term, line, count, last`: how many postings each keyed term has (its key names the
+        thread and the agent) among messages and among lines, counted up to `cap`; where
+        there are that many, `last` is the key of the `cap`th in the key's order (`level *
+        2**32 + idx`), else None."""
 
     async def newest(
         self, agent: str, term: str, *, line: bool, cap: int
@@ -130,8 +136,11 @@ async def search(
     frequent: dict[str, set[tuple[bool, str]]] = {}
     holding: Counter[tuple[bool, str]] = Counter()
     waiting: dict[str, list[Match]] = {}
+    sized = {a: await reads.corpora(a) for a in agents}
     for a in agents:
-        frequent[a], sizes, waiting[a] = await _gather(reads, thread, a, stems, counts, places)
+        frequent[a], sizes, waiting[a] = await _gather(
+            reads, thread, a, stems, counts, places, corpora(sized[a])
+        )
         holding.update(sizes)
     if not counts:
         return []
@@ -141,7 +150,7 @@ async def search(
             places[(a, False, 0, index)] = (length, at)
         partly = {stem for _, stem in frequent[a]}
         await _fill(reads, thread, a, partly, waiting[a], counts, places)
-    messages, lines = corpora([row for a in agents for row in await reads.corpora(a)])
+    messages, lines = corpora([row for a in agents for row in sized[a]])
     # A stem read in part for any agent: its rarity from how many rows of every agent hold it.
     capped = set().union(*frequent.values())
     ranked = rank(
@@ -165,11 +174,13 @@ async def _gather(
     stems: Mapping[str, tuple[str, ...]],
     counts: dict[Key, dict[str, int]],
     places: dict[Key, Place],
+    sizes_of: tuple[Corpus, Corpus],
 ) -> tuple[set[tuple[bool, str]], dict[tuple[bool, str], int], list[Match]]:
     """Read the agent's candidates into `counts` and `places`: every row holding a query stem,
     except that of a stem more than `CANDIDATES` messages (or lines) hold, only the newest are
     read (lines from the highest level down). Returns those frequent stems (lines or not), how
-    many of the agent's rows hold each stem, and the matches among the rows still waiting for
+    many of the agent's rows hold each stem (estimated past `COUNTED`, from the agent's
+    corpora `sizes_of`: messages, lines), and the matches among the rows still waiting for
     their postings."""
     keyed = {words.key(thread, agent) + stem: stem for stem in stems}
     # The rows that wait for their postings first: one posted in between is read twice,
@@ -181,7 +192,10 @@ async def _gather(
         if term in keyed
     ]
     sizes = Counter((m[0], m[1]) for m in waiting)
-    sizes.update({(t, bool(line)): n for t, line, n in await reads.frequencies(list(keyed))})
+    for t, line, n, last in await reads.frequencies(list(keyed), cap=COUNTED):
+        if n:
+            rows = sizes_of[line].rows
+            sizes[t, bool(line)] += n if last is None else estimate(last, rows, COUNTED)
     frequent = {(t, line) for (t, line), n in sizes.items() if n > CANDIDATES}
     partly = {t for t, _ in frequent}
     found = [m for m in waiting if (m[0], m[1]) not in frequent]
@@ -202,6 +216,16 @@ async def _gather(
         places[key] = (length, at)
     held = {(line, keyed[t]): n for (t, line), n in sizes.items()}
     return {(line, keyed[t]) for t, line in frequent}, held, waiting
+
+
+def estimate(last: int, rows: int, counted: int) -> int:
+    """How many of `rows` hold a stem whose `counted`th posting in the key's order is `last`
+    (`level * 2**32 + idx`): its share of the rows up to that one, over all of them. Messages
+    are all at level 0; a tree has about half its lines at level 0, a quarter at level 1, and
+    so on, so about `rows * (1 - 2**-L)` lines come before level L."""
+    level, index = divmod(last, 2**32)
+    before = rows * (1 - 2.0**-level) + index + 1
+    return min(rows, max(counted, round(counted * rows / before)))
 
 
 async def _newest(reads: Reads, agent: str, term: str, line: bool, cap: int) -> list[Match]:

@@ -23,9 +23,9 @@ class SearchReads:
         found = await self.tx.fetch("search_unposted", thread=self.thread, agent=agent)
         return _columns(found, "line", "level", "idx", "words", "length", "at")
 
-    async def frequencies(self, terms: Sequence[str]) -> list[tuple[Any, ...]]:
-        found = await self.tx.fetch("search_frequencies", terms=list(terms))
-        return _columns(found, "term", "line", "count")
+    async def frequencies(self, terms: Sequence[str], *, cap: int) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch("search_frequencies", terms=list(terms), cap=cap)
+        return _columns(found, "term", "line", "count", "last")
 
     async def newest(self, agent: str, term: str, *, line: bool, cap: int) -> list[tuple[Any, ...]]:
         found = await self.tx.fetch(
