@@ -271,7 +271,7 @@ async def test_the_raw_writer_stores_the_rows_the_plugin_stores(tmp_path: Path) 
     for sql in written:
         raw, plugin = (run_sql(str(tmp_path / f"{n}.sqlite"), sql) for n in ("raw", "plugin"))
         assert len(raw) > 100 and sorted(raw) == sorted(plugin)
-    # Its postings are written as the store writes them: no thread leaves 64 rows waiting.
+    # Its postings are written as the store writes them: no thread leaves 64 messages waiting.
     waiting = run_sql(str(tmp_path / "raw.sqlite"), "SELECT thread, count(*) FROM search "
                       "WHERE NOT posted GROUP BY thread")  # fmt: skip
     posted = run_sql(str(tmp_path / "raw.sqlite"), "SELECT count(*) FROM search WHERE posted")

@@ -324,8 +324,8 @@ async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database
         await history.wait()
         hits = await history.store.search("t", "venue budget 12", 30)
         records = await history.store.export_thread("t")
-    # 80 rows: a commit that left 64 or more waiting wrote their postings (how many wait now
-    # depends on how the messages were batched, which follows the machine).
+    # 80 messages, no lines: a commit that left 64 or more waiting wrote their postings (how
+    # many wait now depends on how the messages were batched, which follows the machine).
     assert await anyio.to_thread.run_sync(unposted, database) < POSTED_TOGETHER
     assert records is not None
     async with opened(":memory:") as copy:  # a load writes every row's postings
