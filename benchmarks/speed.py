@@ -118,7 +118,7 @@ class Rows:
     search: list[tuple[Any, ...] | None]
     due: list[str | None]
     """The thread whose postings are written after each message: once `POSTED_TOGETHER` of
-    its search rows wait, as the store writes them."""
+    its messages wait, as the store writes them."""
 
     def part(self, start: int, stop: int) -> Rows:
         return Rows(
@@ -184,7 +184,7 @@ async def _schema(where: str) -> None:
 async def raw_rate(prepared: Rows, path: Path) -> float:
     """Messages per second stored by aiosqlite into the schema as the plugin leaves them: its
     row and its search row, one autocommit INSERT each, and a thread's postings written (by the
-    store's own statements, in a transaction) once `POSTED_TOGETHER` of its rows wait."""
+    store's own statements, in a transaction) once `POSTED_TOGETHER` of its messages wait."""
     await _schema(str(path))
     insert, index, post, mark = _sql("sqlite", *_RAW)
     async with aiosqlite.connect(path, isolation_level=None) as db:

@@ -71,10 +71,10 @@ WHERE t.term = ANY(:terms::text[]);
 -- name: search_frequencies
 SELECT k.term, l.line,
        (SELECT count(*) FROM (SELECT 1 FROM search_term
-                              WHERE term = k.term AND line = l.line LIMIT :cap) AS p) AS count,
+                              WHERE term = k.term AND line = l.line LIMIT :cap + 1) AS p) AS count,
        (SELECT level::bigint * 4294967296 + idx FROM search_term
         WHERE term = k.term AND line = l.line
-        ORDER BY level, idx LIMIT 1 OFFSET :cap - 1) AS last
+        ORDER BY level, idx LIMIT 1 OFFSET :cap) AS last
 FROM unnest(:terms::text[]) AS k(term) CROSS JOIN (VALUES (FALSE), (TRUE)) AS l(line);
 
 -- name: search_newest

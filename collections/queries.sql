@@ -45,8 +45,8 @@ VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :text, :wor
         FALSE);
 
 -- name: unposted
--- How many of the thread's messages wait for their postings (from the `search_unposted` index;
--- the lines that wait with them do not count).
+-- How many of the thread's messages wait for their postings (the rows the `search_unposted`
+-- index finds, the lines that wait with them left out).
 SELECT count(*) AS count FROM search WHERE thread = :thread AND NOT posted AND NOT line;
 
 -- name: post_search
@@ -283,20 +283,22 @@ CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent
 
 -- name: search_unposted
 -- Search: the words of one agent's rows whose postings are not written yet, with their length
--- and `at` (a few dozen rows at most, from the `search_unposted` index).
+-- and `at` (those of 64 messages at most and of the lines written with them, from the
+-- `search_unposted` index).
 SELECT line, level, idx, words, length, at FROM search
 WHERE thread = :thread AND agent = :agent AND NOT posted;
 
 -- name: search_frequencies
 -- Search: how many postings each of the keyed terms (a JSON list) has, messages and lines
 -- apart, counted in the primary key alone (a term's postings are its thread's and agent's) up
--- to `:cap`; where there are that many, `last` is the key of the `:cap`th in the key's order
--- (`level * 2^32 + idx`), from which ranking estimates the rest. Terms held nowhere count 0.
+-- to `:cap + 1`; where there are more than `:cap`, `last` is the key of the one after the
+-- `:cap`th in the key's order (`level * 2^32 + idx`), from which ranking estimates how many
+-- there are. Terms held nowhere count 0.
 SELECT k.value AS term, l.value AS line,
        (SELECT count(*) FROM (SELECT 1 FROM search_term
-                              WHERE term = k.value AND line = l.value LIMIT :cap)) AS count,
+                              WHERE term = k.value AND line = l.value LIMIT :cap + 1)) AS count,
        (SELECT level * 4294967296 + idx FROM search_term WHERE term = k.value AND line = l.value
-        ORDER BY level, idx LIMIT 1 OFFSET :cap - 1) AS last
+        ORDER BY level, idx LIMIT 1 OFFSET :cap) AS last
 FROM json_each(:terms) AS k CROSS JOIN json_each('[0, 1]') AS l;
 
 -- name: search_newest

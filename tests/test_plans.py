@@ -214,13 +214,14 @@ def test_no_statement_scans_a_thread_on_postgresql() -> None:
 
 def test_counting_a_terms_postings_reads_no_more_than_its_cap(tmp_path: Path) -> None:
     # Search counts a stem's postings for its rarity up to a cap: a stem that 2,000 rows hold
-    # costs what one that 200 do (the cap is 100 here), and one that 50 do less.
+    # costs what one that 200 do (the cap is 100 here), and one that 50 do less. Past the cap,
+    # the key of the posting after it comes with the count (`level * 2**32 + idx`).
     url = _sqlite(tmp_path / "counted.sqlite")
     with closing(sqlite3.connect(url, isolation_level=None)) as db:
-        for term, count in (("k1few", 50), ("k1some", 200), ("k1many", 2_000)):
+        for term, count in (("k1few", 50), ("k1cap", 100), ("k1some", 200), ("k1many", 2_000)):
             db.executemany(
-                "INSERT INTO search_term (term, line, level, idx, n) VALUES (?, 0, 0, ?, 1)",
-                [(term, k) for k in range(count)],
+                "INSERT INTO search_term (term, line, level, idx, n) VALUES (?, 1, ?, ?, 1)",
+                [(term, k // 1_000, k % 1_000) for k in range(count)],
             )
         statement = QUERIES["search_frequencies"].sqlite
 
@@ -228,9 +229,10 @@ def test_counting_a_terms_postings_reads_no_more_than_its_cap(tmp_path: Path) ->
             args = statement.args({"terms": f'["{term}"]', "cap": 100})
             return _steps(db, statement.text, args), db.execute(statement.text, args).fetchall()
 
-        (few, few_rows), (some, _), (many, many_rows) = (
-            counted(t) for t in ("k1few", "k1some", "k1many")
+        (few, few_rows), (_, cap_rows), (some, _), (many, many_rows) = (
+            counted(t) for t in ("k1few", "k1cap", "k1some", "k1many")
         )
     assert many == some > few
-    assert few_rows == [("k1few", 0, 50, None), ("k1few", 1, 0, None)]
-    assert many_rows[0] == ("k1many", 0, 100, 99)  # the 100th posting, at level 0, index 99
+    assert few_rows == [("k1few", 0, 0, None), ("k1few", 1, 50, None)]
+    assert cap_rows == [("k1cap", 0, 0, None), ("k1cap", 1, 100, None)]  # exactly the cap
+    assert many_rows[1] == ("k1many", 1, 101, 100)  # the 101st posting: level 0, index 100

@@ -15,9 +15,9 @@ PostgreSQL return the same hits in the same order:
   messages (or lines) hold, only the newest of them (lines from the highest level down), with
   its rarity taken from how many hold it and its counts read for every candidate. So a search
   reads a bounded number of rows however long the thread grows, and is exact until a stem is
-  that common. How many rows hold a stem is counted up to `COUNTED`; of a stem more hold, it
-  is estimated from how far into the thread's rows its `COUNTED`th is (`estimate`), so that
-  counting too reads a bounded number of rows.
+  that common. How many rows hold a stem is counted exactly up to `COUNTED`; of a stem more
+  hold, it is estimated from how far into the thread's rows the one after its `COUNTED`th is
+  (`estimate`), so that counting too reads a bounded number of rows.
 - Better scores first, then the newest, then the lower level, the lower index, messages first.
   A line is listed only when it holds a query stem that no hit listed before it holds (so a
   line never comes with an ancestor or a message that says the same), one hit per label, and
@@ -68,10 +68,9 @@ class Reads(Protocol):
         written yet (the thread's rows only)."""
 
     async def frequencies(self, terms: Sequence[str], *, cap: int) -> Sequence[Sequence[Any]]:
-        """`term, line, count, last`: how many postings each keyed term has (its key names the
-        thread and the agent) among messages and among lines, counted up to `cap`; where
-        there are that many, `last` is the key of the `cap`th in the key's order (`level *
-        2**32 + idx`), else None."""
+        """`term, line, count, last`: how many postings each keyed term (its key names the
+        thread and the agent) has among messages and among lines, up to `cap + 1`; past
+        `cap`, `last` is the key (`level * 2**32 + idx`) of the one after the `cap`th."""
 
     async def newest(
         self, agent: str, term: str, *, line: bool, cap: int
@@ -179,23 +178,25 @@ async def _gather(
     """Read the agent's candidates into `counts` and `places`: every row holding a query stem,
     except that of a stem more than `CANDIDATES` messages (or lines) hold, only the newest are
     read (lines from the highest level down). Returns those frequent stems (lines or not), how
-    many of the agent's rows hold each stem (estimated past `COUNTED`, from the agent's
-    corpora `sizes_of`: messages, lines), and the matches among the rows still waiting for
-    their postings."""
+    many of the agent's rows hold each stem (estimated past `COUNTED` from `sizes_of`, its
+    messages' and lines' corpora), and the matches among the rows waiting for postings."""
     keyed = {words.key(thread, agent) + stem: stem for stem in stems}
     # The rows that wait for their postings first: one posted in between is read twice,
     # alike, and none is missed.
+    unposted = await reads.unposted(agent)
     waiting: list[Match] = [
         (term, bool(line), level, index, n, length, at)
-        for line, level, index, held, length, at in await reads.unposted(agent)
+        for line, level, index, held, length, at in unposted
         for term, n in Counter(held.split()).items()
         if term in keyed
     ]
     sizes = Counter((m[0], m[1]) for m in waiting)
+    posted_rows = [sizes_of[line].rows - sum(row[0] == line for row in unposted) for line in (0, 1)]
     for t, line, n, last in await reads.frequencies(list(keyed), cap=COUNTED):
+        if last is not None:  # more than COUNTED: estimated from the one after the last counted
+            n = estimate(last, posted_rows[line], COUNTED + 1)
         if n:
-            rows = sizes_of[line].rows
-            sizes[t, bool(line)] += n if last is None else estimate(last, rows, COUNTED)
+            sizes[t, bool(line)] += n
     frequent = {(t, line) for (t, line), n in sizes.items() if n > CANDIDATES}
     partly = {t for t, _ in frequent}
     found = [m for m in waiting if (m[0], m[1]) not in frequent]
@@ -219,10 +220,10 @@ async def _gather(
 
 
 def estimate(last: int, rows: int, counted: int) -> int:
-    """How many of `rows` hold a stem whose `counted`th posting in the key's order is `last`
-    (`level * 2**32 + idx`): its share of the rows up to that one, over all of them. Messages
-    are all at level 0; a tree has about half its lines at level 0, a quarter at level 1, and
-    so on, so about `rows * (1 - 2**-L)` lines come before level L."""
+    """How many of `rows` (posted) hold a stem whose `counted`th posting in the key's order is
+    `last` (`level * 2**32 + idx`): its share of the rows up to it, over all (at least
+    `counted`). Messages are all at level 0; about half of a tree's lines are at level 0, a
+    quarter at level 1, ..., so about `rows * (1 - 2**-L)` lines come before level L."""
     level, index = divmod(last, 2**32)
     before = rows * (1 - 2.0**-level) + index + 1
     return min(rows, max(counted, round(counted * rows / before)))
