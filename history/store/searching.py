@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from . import ranking, rows
@@ -67,4 +68,6 @@ class SearchReads:
 
 
 def _columns(found: Sequence[rows.Record], *columns: str) -> list[tuple[Any, ...]]:
-    return [tuple(row[column] for column in columns) for row in found]
+    """The rows' `columns` (two or more), by name: a tenth of a search was spent here when
+    each row's tuple was built in Python."""
+    return list(map(itemgetter(*columns), found))
