@@ -221,13 +221,13 @@ def test_counting_a_terms_postings_reads_no_more_than_its_cap(tmp_path: Path) ->
         for term, count in (("k1few", 50), ("k1cap", 100), ("k1some", 200), ("k1many", 2_000)):
             db.executemany(
                 "INSERT INTO search_term (term, line, level, idx, n) VALUES (?, 1, ?, ?, 1)",
-                [(term, k // 1_000, k % 1_000) for k in range(count)],
+                [(term, k // 50, k % 50) for k in range(count)],  # 50 lines a level
             )
         statement = QUERIES["search_frequencies"].sqlite
 
         def counted(term: str) -> tuple[int, list[Any]]:
             args = statement.args({"terms": f'["{term}"]', "cap": 100})
-            return _steps(db, statement.text, args), db.execute(statement.text, args).fetchall()
+            return _steps(db, statement.text, args), sorted(db.execute(statement.text, args))
 
         (few, few_rows), (_, cap_rows), (some, _), (many, many_rows) = (
             counted(t) for t in ("k1few", "k1cap", "k1some", "k1many")
@@ -235,4 +235,4 @@ def test_counting_a_terms_postings_reads_no_more_than_its_cap(tmp_path: Path) ->
     assert many == some > few
     assert few_rows == [("k1few", 0, 0, None), ("k1few", 1, 50, None)]
     assert cap_rows == [("k1cap", 0, 0, None), ("k1cap", 1, 100, None)]  # exactly the cap
-    assert many_rows[1] == ("k1many", 1, 101, 100)  # the 101st posting: level 0, index 100
+    assert many_rows[1] == ("k1many", 1, 101, 2 * 2**32)  # the 101st: level 2, index 0

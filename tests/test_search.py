@@ -433,16 +433,29 @@ def test_a_stems_rarity_is_estimated_past_the_count_from_where_its_last_counted_
     assert ranking.estimate(0, 1_000, counted=1) == 1_000
 
 
-async def test_a_common_stem_is_ranked_alike_counted_or_estimated(
+async def test_a_common_stems_rarity_is_estimated_near_its_count(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # "venue" in one message of four, "budget" in every other one: past a count of 20 the
-    # rarity of both is estimated, and the hits come in the order they do when counted (with
-    # both taken as equally rare, or as rare as the count, the order is another).
+    # "venue" in one message of four, "budget" in every other one; the first 64 messages are
+    # posted (16 and 32 postings), the rest wait. With only the newest 8 of a stem's rows as
+    # candidates, ranking takes its rarity from how many rows hold it: counted, or, past a
+    # count of 10, estimated from where the 11th posting is, within a tenth of the count.
     for k in range(120):
         text = "the venue" if k % 4 == 1 else "the budget" if k % 2 == 0 else "lunch"
         await processed(store, message(k, f"{text} at noon"))
-    counted = [h.label for h in await store.search("t", "venue budget", 40)]
-    monkeypatch.setattr(ranking, "COUNTED", 20)
-    assert [h.label for h in await store.search("t", "venue budget", 40)] == counted
-    assert set(counted[:30]) == {f"{k}+1" for k in range(1, 120, 4)}  # the rarer stem first
+    given: list[dict[tuple[bool, str], int]] = []
+    rank = ranking.rank
+
+    def seen(*args: Any, **kwargs: Any) -> list[ranking.Ranked]:
+        given.append(dict(kwargs["frequent"]))
+        return rank(*args, **kwargs)
+
+    monkeypatch.setattr(ranking, "rank", seen)
+    monkeypatch.setattr(ranking, "CANDIDATES", 8)
+    counted = [h.label for h in await store.search("t", "venue budget", 12)]
+    monkeypatch.setattr(ranking, "COUNTED", 10)
+    estimated = [h.label for h in await store.search("t", "venue budget", 12)]
+    assert given[0] == {(False, "venu"): 30, (False, "budget"): 60}
+    assert given[1].keys() == given[0].keys()
+    assert all(abs(given[1][k] - n) <= n / 10 for k, n in given[0].items()), given
+    assert estimated == counted
