@@ -21,7 +21,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime
 from functools import lru_cache
 
 from .errors import ConfigurationError
@@ -232,7 +232,10 @@ def terms(text: str, language: str) -> list[str]:
 
 def date_words(at: datetime) -> str:
     """A day in words, in UTC: `1 may 2022 sunday`."""
-    day = at.astimezone(UTC)
+    return _day_words(at.astimezone(UTC).date())
+
+
+def _day_words(day: date) -> str:
     return f"{day.day} {MONTHS[day.month - 1]} {day.year} {WEEKDAYS[day.weekday()]}"
 
 
@@ -247,10 +250,8 @@ def indexed(text: str, first: datetime, last: datetime, language: str) -> list[s
 def _days(first: date, last: date, language: str) -> tuple[str, ...]:
     """The stemmed words of a span's first and last days (one day once): a thread's messages
     share a few hundred days, so each is worded and stemmed once."""
-    days = [date_words(datetime.combine(first, time(), UTC))]
-    if last != first:
-        days.append(date_words(datetime.combine(last, time(), UTC)))
-    return tuple(terms(" ".join(days), language))
+    days = [first] if last == first else [first, last]
+    return tuple(terms(" ".join(map(_day_words, days)), language))
 
 
 def query_terms(query: str, language: str) -> dict[str, tuple[str, ...]]:
