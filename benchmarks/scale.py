@@ -9,7 +9,7 @@
   agent is sent, built by the plugin itself), `zoom` into the outline's first line, and
   `search` for two words, each the median CPU time of `repeats`.
 - Peak memory: the largest resident size of the process that ran it (the run is started in a
-  process of its own by `python -m benchmarks`, so nothing else counts in it).
+  process of its own by `python -m benchmarks`, so nothing else counts in it; see `peak_mib`).
 
 `python -m benchmarks.scale --messages 100000 --out FILE.json` runs it alone.
 """
@@ -167,9 +167,22 @@ async def run(
     return Scale(
         ingests=(one, many),
         reads=tuple(reads),
-        peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        peak_mib=peak_mib(),
         seconds=time.perf_counter() - started,
     )
+
+
+def peak_mib() -> float:
+    """The largest resident size of this process's memory, in MiB. On Linux it is read from
+    `/proc/self/status` (`VmHWM`): `ru_maxrss` keeps the peak of the process that started this
+    one, so a scale run started by the 3 GiB process of the whole benchmark reported 3 GiB."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+    except OSError:  # no /proc: ru_maxrss, in bytes on macOS and in KiB elsewhere
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+    [kib] = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
+    return int(kib) / 1024
 
 
 def in_process(

@@ -7,6 +7,8 @@ run measures what it says, and that the report and its target show it.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -63,3 +65,15 @@ async def test_each_slice_counts_the_lines_its_cuts_asked_for(
         asked = history.counters.asks
     assert len(ingested.asks) == 3 and ingested.asks[0] == 0 < min(ingested.asks[1:])
     assert sum(a * 20 for a in ingested.asks) == pytest.approx(asked)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's /proc")
+def test_the_peak_memory_of_a_started_process_is_its_own() -> None:
+    held = bytearray(b"x") * (300 << 20)  # every page written, so resident
+    code = "from benchmarks.scale import peak_mib; print(peak_mib())"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        cwd=Path(__file__).parent.parent,
+    )  # fmt: skip
+    assert len(held) == 300 << 20
+    assert 0 < float(done.stdout) < 200  # ru_maxrss says 300 or more: the parent's
