@@ -183,6 +183,13 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
         for i in over:
             per_thread = i.messages // i.threads
             if per_thread > POSTED_TOGETHER * 4:
+                why += (
+                    f" Into {i.threads:,} thread(s) what grows is the writing of the postings: "
+                    "a batch inserts each of its terms into the thread's B-tree of postings, "
+                    "which deepens as the thread grows, so its statement and its commit cost "
+                    "more in a long thread than in a short one (as the logarithm of its "
+                    "length, not as a scan of it)."
+                )
                 continue
             why += (
                 f" Into {i.threads:,} thread(s) no thread grows past {per_thread:,} messages, "

@@ -77,3 +77,20 @@ def test_the_peak_memory_of_a_started_process_is_its_own() -> None:
     )  # fmt: skip
     assert len(held) == 300 << 20
     assert 0 < float(done.stdout) < 200  # ru_maxrss says 300 or more: the parent's
+
+
+def test_a_missed_flat_ingest_says_what_grows_in_each_run() -> None:
+    def ingest(threads: int, last: float) -> scale.Ingest:
+        return scale.Ingest(
+            threads=threads, messages=100_000, slice=10_000, rates=(300.0, 200.0),
+            cpu=(2.5, last), asks=(0.6, 0.6),
+        )  # fmt: skip
+
+    def why(*ingests: scale.Ingest) -> str:
+        run = scale.Scale(ingests=ingests, reads=(), peak_mib=1.0, seconds=1.0)
+        return targets.ingest_flat(run).why
+
+    long_thread, many_threads = ingest(1, 3.5), ingest(1_000, 3.5)
+    assert "B-tree of postings" in why(long_thread) and "cheap start" not in why(long_thread)
+    assert "cheap start" in why(many_threads) and "B-tree" not in why(many_threads)
+    assert why(ingest(1, 3.0), ingest(1_000, 3.0)) == ""  # 1.2x: met, nothing to explain
