@@ -190,18 +190,16 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
                     "more in a long thread than in a short one (as the logarithm of its "
                     "length, not as a scan of it)."
                 )
-                continue
-            why += (
-                f" Into {i.threads:,} thread(s) no thread grows past {per_thread:,} messages, "
-                "so the first slices are every thread's cheap start: a thread's search "
-                f"postings are written once {POSTED_TOGETHER} of its messages wait (from its "
-                f"{POSTED_TOGETHER}th message on, the slice of message "
-                f"{i.threads * POSTED_TOGETHER:,} here), and its cuts once its tail is full "
-                f"(lines asked per message: {i.asks[0]:.2f} in the first slice, "
-                f"{i.asks[-1]:.2f} in the last)."
-                if i.asks
-                else ""
-            )
+            elif i.asks:
+                why += (
+                    f" Into {i.threads:,} thread(s) no thread grows past {per_thread:,} messages, "
+                    "so the first slices are every thread's cheap start: a thread's search "
+                    f"postings are written once {POSTED_TOGETHER} of its messages wait (from its "
+                    f"{POSTED_TOGETHER}th message on, the slice of message "
+                    f"{i.threads * POSTED_TOGETHER:,} here), and its cuts once its tail is full "
+                    f"(lines asked per message: {i.asks[0]:.2f} in the first slice, "
+                    f"{i.asks[-1]:.2f} in the last)."
+                )
     return Target(
         goal=f"ingest cost flat: a message of the last slice within {limit}x of the first's",
         met=not over,
