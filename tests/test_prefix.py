@@ -55,7 +55,10 @@ def blocks(sent: list[ModelMessage]) -> list[str]:
     return [text for text in texts if not text.startswith("s")]
 
 
-async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(open_history: Opener) -> None:
+@pytest.mark.parametrize("block_lines", [4, None], ids=["4 lines", "by size"])
+async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(
+    open_history: Opener, block_lines: int | None
+) -> None:
     settings: Settings = {
         "summarizer": "echo",
         "tail": (120, 240),
@@ -74,7 +77,7 @@ async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(open_history
             await run.send(*sent_messages)
             outline = await run.history.outline("t")
             assert outline is not None
-            sent = await view(run.history, "t", agent="north", block_lines=4)
+            sent = await view(run.history, "t", agent="north", block_lines=block_lines)
             text = prompt_text(sent)
             if before is not None:
                 last_text, last, last_blocks = before
@@ -91,6 +94,8 @@ async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(open_history
                 if cut and not folded:  # lines were only appended: the full blocks stay
                     full = max(len(last_blocks) - 1, 0)
                     assert blocks(sent)[:full] == last_blocks[:full]
+            if block_lines is None:  # at most 16 closed blocks, whatever the outline holds
+                assert len(blocks(sent)) <= 17
             before = (text, outline, blocks(sent))
     assert breaks == changes
     assert cuts >= 20 and folds >= 5

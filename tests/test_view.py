@@ -89,6 +89,28 @@ async def test_the_outline_comes_in_blocks_of_lines_then_a_cache_mark(open_histo
     assert said(sent[1:]) == ["ok", "Ana → north: item 8", "ok"]
 
 
+async def test_by_default_a_block_closes_at_a_sixteenth_of_the_outline_bound(
+    open_history: Opener,
+) -> None:
+    texts = ["item 0", "item 1", "a message that fills most of a block", "item 3", "item 4"]
+    async with open_history(tail=(30, 60), kept=2, outline=(400, 800)) as run:
+        await run.send(*exchange([*texts, "item 5"]), message(12, "two\nlines"))
+        await run.send(*exchange(["item 7", "item 8"], start=13))
+        sent = await view(run.history, "t", agent="north")
+    # 800 // 16 = 50 bytes, as the outline counts them (a line's bytes and one): "Ana → north:
+    # item 0" counts 22, "north → Ana: ok" 16, the long message's line 52.
+    assert compaction(sent) == [
+        "0+1|Ana → north: item 0\n1+1|north → Ana: ok\n2+1|Ana → north: item 1",
+        "3+1|north → Ana: ok\n4+1|Ana → north: a message that fills most of a block",
+        "5+1|north → Ana: ok\n6+1|Ana → north: item 3\n7+1|north → Ana: ok",
+        "8+1|Ana → north: item 4\n9+1|north → Ana: ok\n10+1|Ana → north: item 5",
+        "11+1|north → Ana: ok",
+    ]
+    # The mark after the closed blocks, which cuts leave in place, and the outline's end; then
+    # the tail, whose first message shares the outline's request.
+    assert kinds(sent[0])[:7] == [*["compaction"] * 4, "mark", "compaction", "mark"]
+
+
 async def test_without_cache_marks_the_outline_is_only_its_blocks(open_history: Opener) -> None:
     async with open_history(tail=(30, 60), kept=2) as run:
         await run.send(*exchange([f"item {k}" for k in range(8)]))

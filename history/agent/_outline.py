@@ -1,9 +1,11 @@
 """The outline as an agent is sent it: blocks of lines, with marks for the provider's cache.
 
-The outline comes first in a view: one `CompactionPart` per block of `block_lines` lines, each
-line `{label}|{text}` (newlines as spaces), oldest first, then a `CachePoint`. Appending lines
-leaves the full blocks byte-identical, so a provider that caches whole blocks keeps hitting. An
-agent with steps is sent its own step outline after the shared one, in blocks the same way.
+The outline comes first in a view: one `CompactionPart` per block of lines, each line
+`{label}|{text}` (newlines as spaces), oldest first, then a `CachePoint`. A block closes once it
+holds a sixteenth of its outline's upper bound in bytes (or `block_lines` lines, when given), on
+its own lines only: appending lines leaves the closed blocks byte-identical, so a provider that
+caches whole blocks keeps hitting. An agent with steps is sent its own step outline after the
+shared one, in blocks the same way.
 """
 
 from __future__ import annotations
@@ -14,17 +16,23 @@ from datetime import UTC, datetime
 from pydantic_ai.messages import CachePoint, CompactionPart, ModelRequestPart, UserPromptPart
 
 from ..contract import Entry, Outline
-from ..lines import one_line
+from ..lines import one_line, size
 from ..plugin import History
 
 log = logging.getLogger(__name__)
+
+BLOCKS = 16
+"""An outline at its upper bound goes in at most this many closed blocks and a partial one, when
+blocks close by size: few enough that a provider's cache finds the last turn's mark among them
+(Anthropic looks back 20 blocks from a mark), small enough that a cut re-sends little of the
+outline (the partial block) however large the budgets are."""
 
 
 async def outline_parts(
     history: History,
     outline: Outline,
     agent: str | None,
-    block_lines: int,
+    block_lines: int | None,
     since: datetime | None,
     cache_point: bool,
 ) -> list[ModelRequestPart]:
@@ -34,11 +42,20 @@ async def outline_parts(
     it: the full blocks stay the same until a fold, so the mark keeps hitting while cuts append
     lines. Another ends the outlines.
     """
+    settings = history.settings
     steps = outline.steps.get(agent) if agent else None
-    outlines = [await _blocks(history, outline.thread, outline.lines, "", block_lines, since)]
+    outlines = [
+        await _blocks(
+            history, outline.thread, outline.lines, "", since,
+            block_lines, settings.outline[1] // BLOCKS,
+        )
+    ]  # fmt: skip
     if agent and steps is not None:
+        upper = (settings.steps or settings.outline)[1]
         outlines.append(
-            await _blocks(history, outline.thread, steps.lines, agent, block_lines, since)
+            await _blocks(
+                history, outline.thread, steps.lines, agent, since, block_lines, upper // BLOCKS
+            )
         )
     parts: list[ModelRequestPart] = []
     for texts, at, partial in outlines:
@@ -56,11 +73,13 @@ async def _blocks(
     thread: str,
     lines: list[Entry],
     agent: str,
-    block_lines: int,
     since: datetime | None,
+    block_lines: int | None,
+    block_bytes: int,
 ) -> tuple[list[str], datetime, bool]:
     """One outline as blocks of `{label}|{text}` lines, the newest `at` it shows, and whether
-    its last block is partial."""
+    its last block is partial. A block closes at `block_lines` lines or, when that is None, once
+    its lines hold `block_bytes` bytes as the outline counts them (a line's bytes and one)."""
     entries = [e for e in lines if since is None or e[3] >= since]
     keys = [(level, index) for level, index, _, _ in entries]
     nodes = await history.store.nodes(thread, keys, agent=agent)
@@ -69,10 +88,19 @@ async def _blocks(
             "thread %r: %d outline lines have no node", thread, len(keys) - len(nodes),
             extra={"chat_thread": thread},
         )  # fmt: skip
-    texts = [f"{n.label}|{one_line(n.text)}" for n in nodes]
-    blocks = ["\n".join(texts[k : k + block_lines]) for k in range(0, len(texts), block_lines)]
+    blocks: list[str] = []
+    block: list[str] = []
+    held = 0
+    for n in nodes:
+        block.append(f"{n.label}|{one_line(n.text)}")
+        held += size(n.text) + 1
+        if len(block) == block_lines or (block_lines is None and held >= block_bytes):
+            blocks.append("\n".join(block))
+            block, held = [], 0
+    if block:
+        blocks.append("\n".join(block))
     at = entries[-1][3] if entries else datetime.min.replace(tzinfo=UTC)
-    return blocks, at, len(texts) % block_lines != 0
+    return blocks, at, bool(block)
 
 
 def _mark(at: datetime) -> UserPromptPart:

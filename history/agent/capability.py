@@ -49,7 +49,7 @@ from ..errors import NotFoundError
 from ..lines import size
 from ..plugin import History
 from .lookup import PAGE, search, zoom
-from .prompt import BLOCK_LINES, Run, build
+from .prompt import Run, build
 from .steps import Returns, encode, prompt_content, request_steps, response_step, response_text
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         user: str = "user",
         record_prompt: bool = True,
         tools: bool = True,
-        block_lines: int = BLOCK_LINES,
+        block_lines: int | None = None,
         max_age: timedelta | None = None,
         cache_point: bool | None = None,
         page: int = PAGE,
@@ -107,7 +107,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             record_prompt: record the run's prompt; False when the app hands every message to
                 the History itself (the prompt is then read from the thread).
             tools: give the agent `zoom` and `search_history` (and instructions about them).
-            block_lines: outline lines per block.
+            block_lines: outline lines per block; None: blocks by size (see `view`).
             max_age: the window by age: only lines and messages younger than this are sent.
             cache_point: mark the outline for the provider's prompt cache; None marks it where
                 the serving model supports cache points.

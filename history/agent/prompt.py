@@ -35,10 +35,7 @@ from ._tail import Run, merged, read_natives, read_tail, tail_after, tail_messag
 from .lookup import PAGE, recall_block
 from .steps import decode, paired_calls
 
-__all__ = ("BLOCK_LINES", "Run", "build", "prompt_text", "view")
-
-BLOCK_LINES = 32
-"""Outline lines per block: the unit a provider's prompt cache matches."""
+__all__ = ("Run", "build", "prompt_text", "view")
 
 
 async def view(
@@ -46,7 +43,7 @@ async def view(
     thread: str,
     *,
     agent: str | None = None,
-    block_lines: int = BLOCK_LINES,
+    block_lines: int | None = None,
     since: datetime | None = None,
     cache_point: bool = True,
     page: int = PAGE,
@@ -59,7 +56,8 @@ async def view(
         thread: the thread; one with no messages gives an empty list.
         agent: whose view it is: its messages are responses, its steps tool calls and returns.
             None for nobody's: every message a user part, steps as text.
-        block_lines: outline lines per `CompactionPart`.
+        block_lines: outline lines per `CompactionPart`; None (the default) closes a block once
+            it holds a sixteenth of the outline's upper bound in bytes (`_outline.BLOCKS`).
         since: the window by age: only lines and messages with `at` from this instant on.
         cache_point: put a `CachePoint` after the outline (and after its last full block).
         page: a message over this many bytes is sent as its head, with a note to zoom.
@@ -77,7 +75,7 @@ async def build(
     thread: str,
     *,
     agent: str | None,
-    block_lines: int,
+    block_lines: int | None,
     since: datetime | None,
     cache_point: bool,
     page: int,
@@ -85,7 +83,7 @@ async def build(
     recall: int = 0,
 ) -> list[ModelMessage]:
     """`view`, where the requests of the messages `run` recorded carry its id (see `Run`)."""
-    if block_lines < 1:
+    if block_lines is not None and block_lines < 1:
         raise ConfigurationError(f"block_lines must be at least 1, got {block_lines!r}")
     if isinstance(recall, bool) or not isinstance(recall, int) or recall < 0:
         raise ConfigurationError(f"recall must be a whole number of tokens >= 0, got {recall!r}")

@@ -36,7 +36,7 @@ from ..errors import ConfigurationError
 from ..plugin import History
 from ..processors.weight import tokens
 from .capability import ThreadHistory
-from .prompt import BLOCK_LINES, view
+from .prompt import view
 
 Kind = Literal["openai-chat", "openai-responses", "anthropic"]
 KINDS: dict[str, Kind] = {
@@ -377,7 +377,7 @@ async def provider_request(
     *,
     agent: str = "assistant",
     user: str = "user",
-    block_lines: int = BLOCK_LINES,
+    block_lines: int | None = None,
     settings: ModelSettings | None = None,
 ) -> Sent:
     """What `model`'s provider would receive from `agent` of `thread` at its next turn.

@@ -12,7 +12,7 @@ from datetime import datetime
 from ..lines import size
 from ..plugin import History
 from ..processors.weight import tokens
-from .prompt import BLOCK_LINES, prompt_text, view
+from .prompt import prompt_text, view
 from .providers import Sent, provider_request
 
 
@@ -34,7 +34,7 @@ async def render_view(
     thread: str,
     *,
     agent: str | None = None,
-    block_lines: int = BLOCK_LINES,
+    block_lines: int | None = None,
     since: datetime | None = None,
     model: str | None = None,
 ) -> Rendered:
