@@ -105,15 +105,16 @@ def render(results: Results) -> str:
         "outline in blocks of lines), each tokenized on its own with `cl100k_base`, plus one "
         "separator token per block, which stands for the role a provider is sent with each "
         "(chat-outline's blocks are its view's parts without the role line that "
-        "`prompt_text` writes).",
+        "`prompt_text` writes; each outline block is framed as pydantic-ai's model adapters "
+        "send it, as a summary of the earlier conversation, about 40 tokens a block).",
         "- **Prefix**: the tokens shared with the previous turn's prompt. **OpenAI-style cache**: "
         "the prefix is read from the cache from 1,024 tokens on, in steps of 128. "
         "**Anthropic-style cache**: a prefix is written at each cache mark (from 1,024 tokens); a "
         "turn reads the longest written prefix that is still its own prefix and ends on one of its "
         "block boundaries within 20 blocks before one of its marks, and writes up to its last "
         "mark. Every strategy marks the end of its prompt and the end of its summary; chat-outline "
-        "also marks the last full outline block (its view's cache points). Cache lifetimes are "
-        "not modelled.",
+        "also marks the end of the outline's closed blocks (its view's cache points). Cache "
+        "lifetimes are not modelled.",
         "- **chat-outline's prompt** is what `view()` builds for the conversation's agent, each "
         "of its parts one block: the outline's blocks of lines, then the tail with the agent's "
         "answers, its tool calls and results (the corpora's tool steps are the agent's own), and "

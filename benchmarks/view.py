@@ -4,11 +4,13 @@
 blocks of lines with its cache points, then the tail: the agent's answers, its tool calls and
 returns, everyone else's messages) and makes each part one block, as a provider's cache sees
 them; a `CachePoint` the view places becomes a cache mark, and the end of the prompt is marked
-as every strategy's is.
+as every strategy's is. An outline block is counted as pydantic-ai's model adapters send it:
+framed as a summary of the earlier conversation (`summary_framing`).
 """
 
 from __future__ import annotations
 
+from pydantic_ai import Agent
 from pydantic_ai.messages import (
     CachePoint,
     CompactionPart,
@@ -20,13 +22,35 @@ from pydantic_ai.messages import (
 )
 
 from history import prompt_text, search, view
+from history.agent.providers import recording_model
 from history.plugin import History
 
 from .cache import Prompt
 
+_SENTINEL = "(the outline block)"
+_framing: tuple[str, str] | None = None
+
+
+async def summary_framing() -> tuple[str, str]:
+    """What pydantic-ai's model adapters send before and after a `CompactionPart`'s content:
+    they send it as user text, framed as a summary a separate model wrote (the same for OpenAI
+    and Anthropic). Read once, from the request an offline Anthropic model records."""
+    global _framing
+    if _framing is None:
+        llm, wire = recording_model("anthropic:claude-sonnet-4-5")
+        earlier = ModelRequest(parts=[CompactionPart(content=_SENTINEL)])
+        await Agent(llm).run(
+            "next", message_history=[earlier, ModelResponse(parts=[TextPart("ok")])]
+        )
+        framed = wire.bodies[0]["messages"][0]["content"][0]["text"]
+        head, _, tail = framed.partition(_SENTINEL)
+        _framing = head, tail
+    return _framing
+
 
 async def chat_history_prompt(history: History, thread: str, *, agent: str) -> Prompt:
     """The prompt `agent` of `thread` is sent now, as blocks and cache marks."""
+    head, tail = await summary_framing()
     blocks: list[str] = []
     marks: list[int] = []
     for message in await view(history, thread, agent=agent):
@@ -39,7 +63,10 @@ async def chat_history_prompt(history: History, thread: str, *, agent: str) -> P
             part = piece.parts[0]
             if isinstance(part, UserPromptPart) and _marked(part):
                 marks.append(len(blocks))
-            text = _content(piece)
+            if isinstance(part, CompactionPart):
+                text = f"{head}{part.content}{tail}"
+            else:
+                text = _content(piece)
             if text:
                 blocks.append(text)
     marks.append(len(blocks))
@@ -48,12 +75,12 @@ async def chat_history_prompt(history: History, thread: str, *, agent: str) -> P
 
 def _content(piece: ModelMessage) -> str:
     """A one-part message as the meter counts it: its text without the role line that
-    `prompt_text` puts before a message's text (`[user]`, `[assistant]`, `[outline]`). A
+    `prompt_text` puts before a message's text (`[user]`, `[assistant]`). A
     provider sends the role as a field, which the meter's token per block stands for, as it does
     for every strategy's blocks; a tool call or result keeps its line (its id and name are
     sent)."""
     text = prompt_text([piece])
-    if isinstance(piece.parts[0], UserPromptPart | TextPart | CompactionPart):
+    if isinstance(piece.parts[0], UserPromptPart | TextPart):
         text = text.partition("\n")[2]
     return text.removesuffix("\n")
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pydantic_ai import Agent
 
 from benchmarks import corpora, speed
 from benchmarks.__main__ import run
@@ -27,9 +28,13 @@ from benchmarks.strategies import (
     Setup,
     chat_history_settings,
 )
+from benchmarks.view import chat_history_prompt
+from history import ThreadHistory
+from history.agent.providers import recording_model
 from history.settings import HistorySettings
 from history.store.writes import POSTED_TOGETHER
 
+from .conftest import Opener, exchange
 from .stores import run_sql
 
 TINY = replace(
@@ -120,6 +125,27 @@ async def test_chat_outline_that_cuts_nothing_sends_what_the_full_history_sends(
     finally:
         await ours.stop()
     assert any(m.author == plain.agent for m in plain.messages)
+
+
+@pytest.mark.anyio
+async def test_chat_outline_outline_blocks_are_counted_as_a_provider_receives_them(
+    open_history: Opener,
+) -> None:
+    """Each block of the outline is counted with the framing pydantic-ai's adapters send it in."""
+    async with open_history(summarizer="echo", tail=(30, 60), kept=2) as run:
+        await run.send(*exchange([f"item {k}" for k in range(12)]))
+        prompt = await chat_history_prompt(run.history, "t", agent="north")
+        model, wire = recording_model("anthropic:claude-sonnet-4-5")
+        hook = ThreadHistory(run.history, "t", agent="north", record=False)
+        await Agent(model, capabilities=[hook]).run("next")
+    sent = [
+        block.get("text")
+        for item in wire.bodies[0]["messages"]
+        for block in (item["content"] if isinstance(item["content"], list) else ())
+    ]
+    outline = [b for b in prompt.blocks if "0+1|Ana → north: item 0" in b]
+    assert len(outline) == 1 and outline[0] in sent
+    assert outline[0].startswith("<") and outline[0].endswith(">")  # framed, not bare lines
 
 
 def test_the_summarizer_keeps_names_numbers_and_ids_first() -> None:

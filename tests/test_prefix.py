@@ -94,8 +94,8 @@ async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(
                 if cut and not folded:  # lines were only appended: the full blocks stay
                     full = max(len(last_blocks) - 1, 0)
                     assert blocks(sent)[:full] == last_blocks[:full]
-            if block_lines is None:  # at most 16 closed blocks, whatever the outline holds
-                assert len(blocks(sent)) <= 17
+            if block_lines is None:  # at most 8 closed blocks, whatever the outline holds
+                assert len(blocks(sent)) <= 9
             before = (text, outline, blocks(sent))
     assert breaks == changes
     assert cuts >= 20 and folds >= 5

@@ -333,6 +333,31 @@ async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: 
     assert [n.label for n in pair.lines] == ["s0+1", "s1+1"]
 
 
+async def test_a_mark_ends_the_shared_outline_when_a_step_outline_follows(
+    open_history: Opener,
+) -> None:
+    """A cut that appends a shared line changes what follows the shared outline, so the mark
+    that holds from fold to fold must sit after the shared outline's closed blocks, even when
+    none of its blocks is partial."""
+    from pydantic_ai.messages import CachePoint, ModelRequest
+
+    from history import view
+
+    async with open_history(summarizer="echo", line=96, tail=(100, 300), kept=1) as run:
+        await run.send(*chat(4), *chat(4, start=6))
+        outline = await run.history.outline("t")
+        assert outline is not None and outline.steps["north"].lines
+        sent = await view(run.history, "t", agent="north", block_lines=len(outline.lines))
+    head = sent[0]
+    assert isinstance(head, ModelRequest)
+    kinds = [
+        "mark" if p.part_kind == "user-prompt" and p.content == [CachePoint()] else p.part_kind
+        for p in head.parts
+    ]
+    outlines = kinds[: kinds.index("user-prompt")]  # north's step outline is two blocks
+    assert outlines == ["compaction", "mark", "compaction", "compaction", "mark"]
+
+
 async def test_an_agent_finds_an_early_tool_result_by_search_and_zoom(
     database: str, tmp_path: Path
 ) -> None:

@@ -89,15 +89,15 @@ async def test_the_outline_comes_in_blocks_of_lines_then_a_cache_mark(open_histo
     assert said(sent[1:]) == ["ok", "Ana → north: item 8", "ok"]
 
 
-async def test_by_default_a_block_closes_at_a_sixteenth_of_the_outline_bound(
+async def test_by_default_a_block_closes_at_an_eighth_of_the_outline_bound(
     open_history: Opener,
 ) -> None:
     texts = ["item 0", "item 1", "a message that fills most of a block", "item 3", "item 4"]
-    async with open_history(tail=(30, 60), kept=2, outline=(400, 800)) as run:
+    async with open_history(tail=(30, 60), kept=2, outline=(200, 400)) as run:
         await run.send(*exchange([*texts, "item 5"]), message(12, "two\nlines"))
         await run.send(*exchange(["item 7", "item 8"], start=13))
         sent = await view(run.history, "t", agent="north")
-    # 800 // 16 = 50 bytes, as the outline counts them (a line's bytes and one): "Ana → north:
+    # 400 // 8 = 50 bytes, as the outline counts them (a line's bytes and one): "Ana → north:
     # item 0" counts 22, "north → Ana: ok" 16, the long message's line 52.
     assert compaction(sent) == [
         "0+1|Ana → north: item 0\n1+1|north → Ana: ok\n2+1|Ana → north: item 1",

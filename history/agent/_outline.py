@@ -2,7 +2,7 @@
 
 The outline comes first in a view: one `CompactionPart` per block of lines, each line
 `{label}|{text}` (newlines as spaces), oldest first, then a `CachePoint`. A block closes once it
-holds a sixteenth of its outline's upper bound in bytes (or `block_lines` lines, when given), on
+holds an eighth of its outline's upper bound in bytes (or `block_lines` lines, when given), on
 its own lines only: appending lines leaves the closed blocks byte-identical, so a provider that
 caches whole blocks keeps hitting. An agent with steps is sent its own step outline after the
 shared one, in blocks the same way.
@@ -21,11 +21,11 @@ from ..plugin import History
 
 log = logging.getLogger(__name__)
 
-BLOCKS = 16
+BLOCKS = 8
 """An outline at its upper bound goes in at most this many closed blocks and a partial one, when
-blocks close by size: few enough that a provider's cache finds the last turn's mark among them
-(Anthropic looks back 20 blocks from a mark), small enough that a cut re-sends little of the
-outline (the partial block) however large the budgets are."""
+blocks close by size. pydantic-ai's adapters frame each block as a summary (about 40 tokens), so
+fewer blocks send less; smaller ones leave less to re-send after a cut (the partial block). Eight
+keeps the marks within Anthropic's lookback (20 blocks from a mark) and scales with the budget."""
 
 
 async def outline_parts(
@@ -38,9 +38,9 @@ async def outline_parts(
 ) -> list[ModelRequestPart]:
     """The shared outline's blocks, then the agent's step outline's (SPEC section 6a).
 
-    A cache point follows the last full block of each outline when a partial block comes after
-    it: the full blocks stay the same until a fold, so the mark keeps hitting while cuts append
-    lines. Another ends the outlines.
+    A cache point follows each outline's closed blocks when anything comes after them (its
+    partial block, or the step outline): they stay the same until a fold, so the mark keeps
+    hitting while cuts append lines. Another ends the outlines.
     """
     settings = history.settings
     steps = outline.steps.get(agent) if agent else None
@@ -61,9 +61,11 @@ async def outline_parts(
     for texts, at, partial in outlines:
         for k, text in enumerate(texts):
             parts.append(CompactionPart(content=text))
-            if cache_point and partial and k == len(texts) - 2:
+            if cache_point and k == len(texts) - partial - 1:
                 parts.append(_mark(at))
     if cache_point and parts:
+        if isinstance(parts[-1], UserPromptPart):  # the closed blocks end the outlines
+            parts.pop()
         parts.append(_mark(max(at for texts, at, _ in outlines if texts)))
     return parts
 

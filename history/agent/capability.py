@@ -182,7 +182,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         None for a model that does not take them; otherwise as many as the provider's limit
         leaves after the marks the app's own cache settings place (instructions, tool
         definitions, the conversation's end), so the provider never has to drop one: the mark
-        after the outline's full blocks, which holds from one fold to the next, goes last.
+        after the outline's closed blocks, which holds from one fold to the next, goes last.
         """
         marks = self.cache_point
         if marks is None:

@@ -57,9 +57,9 @@ async def view(
         agent: whose view it is: its messages are responses, its steps tool calls and returns.
             None for nobody's: every message a user part, steps as text.
         block_lines: outline lines per `CompactionPart`; None (the default) closes a block once
-            it holds a sixteenth of the outline's upper bound in bytes (`_outline.BLOCKS`).
+            it holds an eighth of the outline's upper bound in bytes (`_outline.BLOCKS`).
         since: the window by age: only lines and messages with `at` from this instant on.
-        cache_point: put a `CachePoint` after the outline (and after its last full block).
+        cache_point: put a `CachePoint` after the outline (and after its closed blocks).
         page: a message over this many bytes is sent as its head, with a note to zoom.
         recall: at most this many tokens of search hits for the newest message from someone
             other than `agent`, appended after the tail (`recall_block`); 0 for none.
