@@ -214,6 +214,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    # The offline request that reads pydantic-ai's framing never leaves the process (`Wire`).
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     config = replace(
         QUICK if args.quick else FULL,
         jsonl=tuple(args.jsonl),

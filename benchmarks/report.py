@@ -140,7 +140,7 @@ def render(results: Results) -> str:
         "tokens with the same tokenizer; everything else is each library's default.",
         "- **Recall**: eight facts (codes, numbers, names, a date) are planted in the first tenth "
         "of every conversation; recall is the share whose exact value is in the last prompt. "
-        "For chat-outline, *search* is the share the thread's search (FTS5, ten hits) finds for "
+        "For chat-outline, *search* is the share the thread's search (ten hits) finds for "
         "the fact's words: in a hit's line, or in the message a level-0 hit names.",
         "",
         "## Corpora",

@@ -59,9 +59,10 @@ async def outline_parts(
         )
     parts: list[ModelRequestPart] = []
     for texts, at, partial in outlines:
-        for k, text in enumerate(texts):
+        closed = len(texts) - partial
+        for k, text in enumerate(texts, 1):
             parts.append(CompactionPart(content=text))
-            if cache_point and k == len(texts) - partial - 1:
+            if cache_point and k == closed:
                 parts.append(_mark(at))
     if cache_point and parts:
         if isinstance(parts[-1], UserPromptPart):  # the closed blocks end the outlines
