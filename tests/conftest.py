@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol, TypedDict, Unpack
 
 import pytest
+from pydantic_ai.messages import CachePoint, ModelMessage, UserPromptPart
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
@@ -53,6 +54,14 @@ def message(
         step=step,
         **extra,
     )
+
+
+def kinds(request: ModelMessage) -> list[str]:
+    """What each part of a view's request is: its part kind, `mark` for a cache point."""
+    return [
+        "mark" if isinstance(p, UserPromptPart) and p.content == [CachePoint()] else p.part_kind
+        for p in request.parts
+    ]
 
 
 def exchange(texts: Iterable[str], *, thread: str = "t", start: int = 0) -> list[Message]:

@@ -17,7 +17,7 @@ from history.rebuilding import rebuild
 from history.store import open_store
 from history.store import rows as store_rows
 
-from .conftest import START, Opener, message
+from .conftest import START, Opener, kinds, message
 
 pytestmark = pytest.mark.anyio
 
@@ -339,8 +339,6 @@ async def test_a_mark_ends_the_shared_outline_when_a_step_outline_follows(
     """A cut that appends a shared line changes what follows the shared outline, so the mark
     that holds from fold to fold must sit after the shared outline's closed blocks, even when
     none of its blocks is partial."""
-    from pydantic_ai.messages import CachePoint, ModelRequest
-
     from history import view
 
     async with open_history(summarizer="echo", line=96, tail=(100, 300), kept=1) as run:
@@ -348,13 +346,8 @@ async def test_a_mark_ends_the_shared_outline_when_a_step_outline_follows(
         outline = await run.history.outline("t")
         assert outline is not None and outline.steps["north"].lines
         sent = await view(run.history, "t", agent="north", block_lines=len(outline.lines))
-    head = sent[0]
-    assert isinstance(head, ModelRequest)
-    kinds = [
-        "mark" if p.part_kind == "user-prompt" and p.content == [CachePoint()] else p.part_kind
-        for p in head.parts
-    ]
-    outlines = kinds[: kinds.index("user-prompt")]  # north's step outline is two blocks
+    parts = kinds(sent[0])
+    outlines = parts[: parts.index("user-prompt")]  # north's step outline is two blocks
     assert outlines == ["compaction", "mark", "compaction", "compaction", "mark"]
 
 

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 import anyio
 import pytest
 from pydantic_ai.messages import (
-    CachePoint,
     CompactionPart,
     ModelMessage,
     ModelRequest,
@@ -22,7 +21,7 @@ from pydantic_ai.messages import (
 from history import Reply, Task, prompt_text, render_view, view
 from history.agent.steps import Call, Calls, Return, Returns, encode
 
-from .conftest import START, Opener, exchange, message
+from .conftest import START, Opener, exchange, kinds, message
 
 pytestmark = pytest.mark.anyio
 
@@ -43,13 +42,6 @@ def said(messages: Sequence[ModelMessage]) -> list[object]:
 
 def compaction(messages: Sequence[ModelMessage]) -> list[str]:
     return [p.content or "" for m in messages for p in m.parts if isinstance(p, CompactionPart)]
-
-
-def kinds(request: ModelMessage) -> list[str]:
-    return [
-        "mark" if isinstance(p, UserPromptPart) and p.content == [CachePoint()] else p.part_kind
-        for p in request.parts
-    ]
 
 
 async def test_a_thread_never_cut_is_sent_whole(open_history: Opener) -> None:

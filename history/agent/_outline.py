@@ -43,20 +43,14 @@ async def outline_parts(
     hitting while cuts append lines. Another ends the outlines.
     """
     settings = history.settings
+    shown = [(outline.lines, "", settings.outline)]
     steps = outline.steps.get(agent) if agent else None
-    outlines = [
-        await _blocks(
-            history, outline.thread, outline.lines, "", since,
-            block_lines, settings.outline[1] // BLOCKS,
-        )
-    ]  # fmt: skip
     if agent and steps is not None:
-        upper = (settings.steps or settings.outline)[1]
-        outlines.append(
-            await _blocks(
-                history, outline.thread, steps.lines, agent, since, block_lines, upper // BLOCKS
-            )
-        )
+        shown.append((steps.lines, agent, settings.steps or settings.outline))
+    outlines = [
+        await _blocks(history, outline.thread, lines, who, since, block_lines, bounds[1] // BLOCKS)
+        for lines, who, bounds in shown
+    ]
     parts: list[ModelRequestPart] = []
     for texts, at, partial in outlines:
         closed = len(texts) - partial
