@@ -143,7 +143,7 @@ def throughput(
             "check (a second transaction, which up to 64 messages that only join the tail "
             "share). It also indexes its lines, each line at every level of the tree: about "
             "two fifths more postings than the messages' alone, written with theirs (a batch "
-            f"once {POSTED_TOGETHER} messages wait, the lines written meanwhile with them)."
+            "once 64 messages wait, the lines written meanwhile with them)."
             + (
                 " On PostgreSQL storing is one round trip (a function that takes the thread's "
                 "lock, which the SPEC's gap-free seq needs), as the raw INSERT is."
@@ -191,19 +191,14 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
                     "length, not as a scan of it)."
                 )
             elif i.asks:
-                posted = (
-                    f"postings are written once {POSTED_TOGETHER} of its messages wait (from its "
-                    f"{POSTED_TOGETHER}th message on, the slice of message "
-                    f"{i.threads * POSTED_TOGETHER:,} here)"
-                    if per_thread >= POSTED_TOGETHER
-                    else f"postings wait for {POSTED_TOGETHER} of its messages (none here), and "
-                    "each of its commits counts more of those waiting"
-                )
                 why += (
                     f" Into {i.threads:,} thread(s) no thread grows past {per_thread:,} messages, "
-                    f"so the first slices are every thread's cheap start: a thread's search "
-                    f"{posted}, and its cuts start once its tail is full (lines asked per "
-                    f"message: {i.asks[0]:.2f} in the first slice, {i.asks[-1]:.2f} in the last)."
+                    "so the first slices are every thread's cheap start: a thread's search "
+                    f"postings are written once {POSTED_TOGETHER} of its messages wait (from its "
+                    f"{POSTED_TOGETHER}th message on, the slice of message "
+                    f"{i.threads * POSTED_TOGETHER:,} here), and its cuts once its tail is full "
+                    f"(lines asked per message: {i.asks[0]:.2f} in the first slice, "
+                    f"{i.asks[-1]:.2f} in the last)."
                 )
     return Target(
         goal=f"ingest cost flat: a message of the last slice within {limit}x of the first's",

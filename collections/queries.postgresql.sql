@@ -68,14 +68,6 @@ FROM search_term AS t CROSS JOIN LATERAL (
 ) AS s
 WHERE t.term = ANY(:terms::text[]);
 
--- name: search_unposted
-SELECT line, level, idx,
-       CASE WHEN EXISTS (SELECT 1 FROM unnest(:terms::text[]) AS k(term)
-                         WHERE strpos(words, ' ' || k.term || ' ') > 0)
-            THEN words ELSE '' END AS words,
-       length, at
-FROM search WHERE thread = :thread AND agent = :agent AND NOT posted;
-
 -- name: search_frequencies
 SELECT k.term, l.line,
        (SELECT count(*) FROM (SELECT 1 FROM search_term

@@ -282,16 +282,11 @@ CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent
     AND s.line = t.line AND s.level = t.level AND s.idx = t.idx;
 
 -- name: search_unposted
--- Search: one agent's rows whose postings are not written yet, with their length and `at`, and
--- their words where they hold a keyed term of the query (`:terms`, a JSON list), else '' (the
--- rows of 256 messages at most and of the lines written with them, from the `search_unposted`
--- index): a search takes the words it needs, not those of a batch of long tool results.
-SELECT line, level, idx,
-       CASE WHEN EXISTS (SELECT 1 FROM json_each(:terms) AS k
-                         WHERE instr(words, ' ' || k.value || ' ') > 0)
-            THEN words ELSE '' END AS words,
-       length, at
-FROM search WHERE thread = :thread AND agent = :agent AND NOT posted;
+-- Search: the words of one agent's rows whose postings are not written yet, with their length
+-- and `at` (those of 64 messages at most and of the lines written with them, from the
+-- `search_unposted` index).
+SELECT line, level, idx, words, length, at FROM search
+WHERE thread = :thread AND agent = :agent AND NOT posted;
 
 -- name: search_frequencies
 -- Search: how many postings each of the keyed terms (a JSON list) has, messages and lines

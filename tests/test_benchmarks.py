@@ -32,7 +32,7 @@ from benchmarks.view import chat_history_prompt
 from history import ThreadHistory
 from history.agent.providers import recording_model
 from history.settings import HistorySettings
-from history.store import sql as store_sql
+from history.store.writes import POSTED_TOGETHER
 
 from .conftest import Opener, exchange
 from .stores import run_sql
@@ -284,14 +284,9 @@ async def test_the_retrieval_benchmark_runs_alone(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_the_raw_writer_stores_the_rows_the_plugin_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_raw_writer_stores_the_rows_the_plugin_stores(tmp_path: Path) -> None:
     """The throughput's baseline is the plugin's own writes without the plugin: the same
     message rows and search rows, in the same schema."""
-    batch = 64  # not the store's 256, so that these 75 messages a thread post some
-    monkeypatch.setattr(store_sql, "POSTED_TOGETHER", batch)
-    monkeypatch.setattr(speed, "POSTED_TOGETHER", batch)
     messages = speed.spread(corpora.synthetic_corpus(150).conversations[0].messages, 2)
     await speed.raw_rate(speed.placed(messages), tmp_path / "raw.sqlite")
     await speed.plugin_rate(messages, tmp_path / "plugin.sqlite")
@@ -302,9 +297,9 @@ async def test_the_raw_writer_stores_the_rows_the_plugin_stores(
     for sql in written:
         raw, plugin = (run_sql(str(tmp_path / f"{n}.sqlite"), sql) for n in ("raw", "plugin"))
         assert len(raw) > 100 and sorted(raw) == sorted(plugin)
-    # Its postings are written as the store writes them: no thread leaves a batch waiting.
+    # Its postings are written as the store writes them: no thread leaves 64 messages waiting.
     waiting = run_sql(str(tmp_path / "raw.sqlite"), "SELECT thread, count(*) FROM search "
                       "WHERE NOT posted GROUP BY thread")  # fmt: skip
     posted = run_sql(str(tmp_path / "raw.sqlite"), "SELECT count(*) FROM search WHERE posted")
-    assert len(waiting) == 2 and all(n < batch for _, n in waiting)
-    assert posted[0][0] >= batch
+    assert len(waiting) == 2 and all(n < POSTED_TOGETHER for _, n in waiting)
+    assert posted[0][0] >= POSTED_TOGETHER

@@ -21,9 +21,8 @@ from history.contract import Stored
 from history.rebuilding import rebuild
 from history.store import Store, open_store, ranking
 from history.store import rows as store_rows
-from history.store import sql as store_sql
 from history.store.queries import QUERIES as STATEMENTS
-from history.store.searching import SearchReads
+from history.store.writes import POSTED_TOGETHER
 
 from .chats import SMALL, ingest, long_chat
 from .conftest import START, exchange, message
@@ -192,16 +191,6 @@ def test_an_unknown_language_is_refused() -> None:
 QUERIES = ["venue budget", "trailer", "what did they settle about the price", "f3 pdf", "ok"]
 
 
-BATCH = 64
-"""Messages whose postings are written together in the tests that read written postings beside
-waiting ones: the store's batch (256) would leave a short chat's all waiting."""
-
-
-@pytest.fixture
-def batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_sql, "POSTED_TOGETHER", BATCH)
-
-
 @pytest.fixture
 def both(tmp_path: Path) -> Iterator[list[str]]:
     """A fresh SQLite and a fresh PostgreSQL database."""
@@ -233,7 +222,6 @@ async def test_sqlite_and_postgresql_give_the_same_hits_in_the_same_order(
     assert any(h.agent == "north" for hits in found[0] for h in hits)
 
 
-@pytest.mark.usefixtures("batches")
 async def test_of_a_frequent_word_only_the_newest_rows_are_candidates(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -294,7 +282,6 @@ def unposted(database: str) -> int:
     return int(run_sql(database, "SELECT count(*) FROM search WHERE NOT posted")[0][0])
 
 
-@pytest.mark.usefixtures("batches")
 async def test_lines_are_posted_with_the_messages(database: str) -> None:
     # A line is a few dozen words: the lines written as messages leave the tail wait for the
     # next batch of messages' postings instead of starting batches of their own, and are
@@ -323,29 +310,10 @@ async def test_lines_are_posted_with_the_messages(database: str) -> None:
             ("8+1", "S8")
         ]
     # The batch that the 64th waiting message started took the lines with it.
-    assert await count("NOT posted AND NOT line") < BATCH
+    assert await count("NOT posted AND NOT line") < POSTED_TOGETHER
     assert await count("posted AND line") > 40
 
 
-async def test_a_search_reads_the_words_of_the_waiting_rows_that_hold_its_terms(
-    store: Store,
-) -> None:
-    # A batch of waiting rows can be 256 messages of long tool results: a search takes the
-    # words of those that hold a term of its query, and of the others only that they are there.
-    for k in range(3):
-        await processed(store, message(k, "the venue is booked" if k == 1 else f"lunch {k}"))
-    venue = terms.key("t", "") + "venu"
-
-    async def read(tx: Any) -> list[tuple[Any, ...]]:
-        return await SearchReads(tx=tx, thread="t").unposted("", [venue])
-
-    waiting = await store._sql.run(read, mode="snapshot")  # type: ignore[attr-defined]
-    words = {index: held for _, _, index, held, _, _ in waiting}
-    assert words[0] == words[2] == "" and f" {venue} " in words[1]
-    assert (await store.search("t", "venue", 10))[0].message == "t-1"
-
-
-@pytest.mark.usefixtures("batches")
 async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database: str) -> None:
     settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
     topics = ["venue", "budget", "flight", "hotel", "menu"]
@@ -358,7 +326,7 @@ async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database
         records = await history.store.export_thread("t")
     # 80 messages, no lines: a commit that left 64 or more waiting wrote their postings (how
     # many wait now depends on how the messages were batched, which follows the machine).
-    assert await anyio.to_thread.run_sync(unposted, database) < BATCH
+    assert await anyio.to_thread.run_sync(unposted, database) < POSTED_TOGETHER
     assert records is not None
     async with opened(":memory:") as copy:  # a load writes every row's postings
         await copy.load_records([records])
@@ -465,7 +433,6 @@ def test_a_stems_rarity_is_estimated_past_the_count_from_where_its_last_counted_
     assert ranking.estimate(0, 1_000, counted=1) == 1_000
 
 
-@pytest.mark.usefixtures("batches")
 async def test_a_common_stems_rarity_is_estimated_near_its_count(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -200,14 +200,7 @@ PLANNED: dict[str, Planned] = {
     "unposted": _planned("unposted", ("thread",), thread="t"),
     "post search": _planned("post_search", ("thread",), sorts=True, thread="t"),
     "mark posted": _planned("mark_posted", ("thread",), thread="t"),
-    "search unposted": _planned(
-        "search_unposted",
-        ("thread", "agent"),
-        terms='["k1venue", "k1plan"]',
-        arrays={"terms": ["k1venue", "k1plan"]},
-        thread="t",
-        agent="",
-    ),
+    "search unposted": _planned("search_unposted", ("thread", "agent"), thread="t", agent=""),
     "search postings": _planned(
         "search_postings",
         ("term",),

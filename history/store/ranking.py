@@ -63,9 +63,9 @@ T = TypeVar("T")
 class Reads(Protocol):
     """What a store reads for a search, in one snapshot of its thread."""
 
-    async def unposted(self, agent: str, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
-        """`line, level, idx, words, length, at` of one agent's rows still without postings
-        (the thread's only), their words empty where they hold none of the keyed `terms`."""
+    async def unposted(self, agent: str) -> Sequence[Sequence[Any]]:
+        """`line, level, idx, words, length, at` of one agent's rows whose postings are not
+        written yet (the thread's rows only)."""
 
     async def frequencies(self, terms: Sequence[str], *, cap: int) -> Sequence[Sequence[Any]]:
         """`term, line, count, last`: how many postings each keyed term (its key names the
@@ -183,7 +183,7 @@ async def _gather(
     keyed = {words.key(thread, agent) + stem: stem for stem in stems}
     # The rows that wait for their postings first: one posted in between is read twice,
     # alike, and none is missed.
-    unposted = await reads.unposted(agent, list(keyed))
+    unposted = await reads.unposted(agent)
     waiting: list[Match] = [
         (term, bool(line), level, index, n, length, at)
         for line, level, index, held, length, at in unposted

@@ -20,10 +20,8 @@ class SearchReads:
     tx: Transaction
     thread: str
 
-    async def unposted(self, agent: str, terms: Sequence[str]) -> list[tuple[Any, ...]]:
-        found = await self.tx.fetch(
-            "search_unposted", thread=self.thread, agent=agent, terms=list(terms)
-        )
+    async def unposted(self, agent: str) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch("search_unposted", thread=self.thread, agent=agent)
         return _columns(found, "line", "level", "idx", "words", "length", "at")
 
     async def frequencies(self, terms: Sequence[str], *, cap: int) -> list[tuple[Any, ...]]:

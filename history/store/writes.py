@@ -19,15 +19,12 @@ from .adapter import Transaction
 from .records import ThreadRecords
 from .rows import Params, Record
 
-POSTED_TOGETHER = 256
+POSTED_TOGETHER = 64
 """A thread's messages whose search rows a commit leaves waiting for their postings (a search
 reads their words). The lines written meanwhile wait with them: a line is a few dozen words, two
 or so for every message that leaves the tail, and a batch costs most of what it costs whatever
 its size (it changes a page for nearly every term it posts), so lines starting batches of their
-own made half again as many. Postings were half of what a message cost in a long thread with
-batches of 64, and what grew with it (a common term's postings come to fill pages of their own,
-each changed by every batch): with 256, a message of the 30,000th costs about a fifth less and
-the first 10,000 about as much as the next."""
+own made half again as many."""
 
 
 async def store_message(tx: Transaction, message: Params, outline: Params) -> Record | None:
