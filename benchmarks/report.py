@@ -269,7 +269,7 @@ def _speed(results: Results) -> list[str]:
             "summarizer, a SQLite file), against aiosqlite storing the same rows into the same "
             "schema (WAL, `synchronous = NORMAL`): *raw* is each message's row and its search "
             "row, one autocommit INSERT each, and a thread's postings written by the store's "
-            "own statements once 64 of its messages wait, as the plugin leaves them (the rows are "
+            "own statements once they are due, as the plugin leaves them (the rows are "
             "made before the clock starts: no tokenizer, no stemming); "
             "*messages alone* is the message row by itself, one autocommit INSERT, the least a "
             "store can do. The ratio is the plugin's against *raw*. They take turns three "

@@ -35,10 +35,9 @@ from history.processors.compact import compact
 from history.processors.summarize import Nodes
 from history.processors.weight import weight
 from history.settings import HistorySettings
-from history.store import open_store, rows
+from history.store import open_store, rows, writes
 from history.store.queries import QUERIES, Dialect
 from history.store.sqlite import WRITING, SQLiteStore
-from history.store.writes import POSTED_TOGETHER
 from history.summarizer import Scripted, write
 from history.trace import snapshot
 
@@ -117,8 +116,8 @@ class Rows:
     messages: list[tuple[Any, ...]]
     search: list[tuple[Any, ...] | None]
     due: list[str | None]
-    """The thread whose postings are written after each message: once `POSTED_TOGETHER` of
-    its messages wait, as the store writes them."""
+    """The thread whose postings are written after each message: once they are due
+    (`writes.due`), as the store writes them."""
 
     def part(self, start: int, stop: int) -> Rows:
         return Rows(
@@ -141,7 +140,7 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
     indexes: dict[str, int] = {}
     steps: dict[tuple[str, str], int] = {}
     out = Rows(threads=[], messages=[], search=[], due=[])
-    waiting: dict[str, int] = {}
+    waiting: dict[str, tuple[int, int]] = {}  # each thread's messages and terms waiting
     for m in messages:
         seq = seqs[m.thread] = seqs.get(m.thread, -1) + 1
         index = step_index = None
@@ -157,11 +156,12 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
         out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
         found = rows.stored_search_rows([stored], terms.DEFAULT_LANGUAGE)
         out.search.append(insert_search.args(found[0]) if found else None)
-        waiting[m.thread] = waiting.get(m.thread, 0) + bool(found)
-        due = waiting[m.thread] >= POSTED_TOGETHER
-        out.due.append(m.thread if due else None)
-        if due:
-            waiting[m.thread] = 0
+        count, held = waiting.get(m.thread, (0, 0))
+        waiting[m.thread] = (count + bool(found), held + (found[0]["length"] if found else 0))
+        posts = writes.due(seq + 1, *waiting[m.thread])
+        out.due.append(m.thread if posts else None)
+        if posts:
+            waiting[m.thread] = (0, 0)
     return out
 
 
@@ -184,7 +184,7 @@ async def _schema(where: str) -> None:
 async def raw_rate(prepared: Rows, path: Path) -> float:
     """Messages per second stored by aiosqlite into the schema as the plugin leaves them: its
     row and its search row, one autocommit INSERT each, and a thread's postings written (by the
-    store's own statements, in a transaction) once `POSTED_TOGETHER` of its messages wait."""
+    store's own statements, in a transaction) once they are due, as the store writes them."""
     await _schema(str(path))
     insert, index, post, mark = _sql("sqlite", *_RAW)
     async with aiosqlite.connect(path, isolation_level=None) as db:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from history.store.writes import POSTED_TOGETHER
+from history.store import writes
 
 from .cache import OPENAI_MINIMUM
 from .cost import Run
@@ -143,7 +143,8 @@ def throughput(
             "check (a second transaction, which up to 64 messages that only join the tail "
             "share). It also indexes its lines, each line at every level of the tree: about "
             "two fifths more postings than the messages' alone, written with theirs (a batch "
-            "once 64 messages wait, the lines written meanwhile with them)."
+            "once 64 messages wait, or a two-hundredth of a longer thread, the lines written "
+            "meanwhile with them)."
             + (
                 " On PostgreSQL storing is one round trip (a function that takes the thread's "
                 "lock, which the SPEC's gap-free seq needs), as the raw INSERT is."
@@ -180,23 +181,26 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
             "steps for the next seq, index and call number in a thread of 20 messages and "
             "in one of 5,000."
         )
+        batch = writes.POSTED_TOGETHER
         for i in over:
             per_thread = i.messages // i.threads
-            if per_thread > POSTED_TOGETHER * 4:
+            if per_thread > batch * 4:
                 why += (
                     f" Into {i.threads:,} thread(s) what grows is the writing of the postings: "
                     "a batch inserts each of its terms into the thread's B-tree of postings, "
-                    "which deepens as the thread grows, so its statement and its commit cost "
-                    "more in a long thread than in a short one (as the logarithm of its "
-                    "length, not as a scan of it)."
+                    "and the pages it changes grow with the thread until each term is on a page "
+                    "of its own. Batches grow with the thread to keep a message's share flat "
+                    f"(a {writes.POSTED_SHARE}th of it, up to {writes.POSTED_MOST} messages or "
+                    f"{writes.POSTED_TERMS:,} terms); what is left is the B-tree deepening, as "
+                    "the logarithm of the thread's length, not as a scan of it."
                 )
             elif i.asks:
                 why += (
                     f" Into {i.threads:,} thread(s) no thread grows past {per_thread:,} messages, "
                     "so the first slices are every thread's cheap start: a thread's search "
-                    f"postings are written once {POSTED_TOGETHER} of its messages wait (from its "
-                    f"{POSTED_TOGETHER}th message on, the slice of message "
-                    f"{i.threads * POSTED_TOGETHER:,} here), and its cuts once its tail is full "
+                    f"postings are written once {batch} of its messages wait (from its "
+                    f"{batch}th message on, the slice of message "
+                    f"{i.threads * batch:,} here), and its cuts once its tail is full "
                     f"(lines asked per message: {i.asks[0]:.2f} in the first slice, "
                     f"{i.asks[-1]:.2f} in the last)."
                 )

@@ -45,9 +45,10 @@ VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :text, :wor
         FALSE);
 
 -- name: unposted
--- How many of the thread's messages wait for their postings (the rows the `search_unposted`
--- index finds, the lines that wait with them left out).
-SELECT count(*) AS count FROM search WHERE thread = :thread AND NOT posted AND NOT line;
+-- How many of the thread's messages wait for their postings, and how many terms they hold (the
+-- rows the `search_unposted` index finds, the lines that wait with them left out).
+SELECT count(*) AS count, coalesce(sum(length), 0) AS terms FROM search
+WHERE thread = :thread AND NOT posted AND NOT line;
 
 -- name: post_search
 -- The postings of the thread's unposted rows, in the order of `search_term`'s key. A row's
@@ -283,8 +284,8 @@ CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent
 
 -- name: search_unposted
 -- Search: the words of one agent's rows whose postings are not written yet, with their length
--- and `at` (those of 64 messages at most and of the lines written with them, from the
--- `search_unposted` index).
+-- and `at` (those of a batch of messages at most, `history.store.writes.due`, and of the lines
+-- written with them, from the `search_unposted` index).
 SELECT line, level, idx, words, length, at FROM search
 WHERE thread = :thread AND agent = :agent AND NOT posted;
 

@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 from history import ConfigurationError, History, HistorySettings, Summary, terms
 from history.contract import Stored
 from history.rebuilding import rebuild
-from history.store import Store, open_store, ranking
+from history.store import Store, open_store, ranking, writes
 from history.store import rows as store_rows
 from history.store.queries import QUERIES as STATEMENTS
-from history.store.writes import POSTED_TOGETHER
 
 from .chats import SMALL, ingest, long_chat
 from .conftest import START, exchange, message
@@ -310,8 +309,54 @@ async def test_lines_are_posted_with_the_messages(database: str) -> None:
             ("8+1", "S8")
         ]
     # The batch that the 64th waiting message started took the lines with it.
-    assert await count("NOT posted AND NOT line") < POSTED_TOGETHER
+    assert await count("NOT posted AND NOT line") < writes.POSTED_TOGETHER
     assert await count("posted AND line") > 40
+
+
+def test_a_batch_of_postings_grows_with_its_thread_up_to_a_bound() -> None:
+    short = 150 * writes.POSTED_TOGETHER  # terms of messages of a hundred and fifty words
+    assert not writes.due(1_000, writes.POSTED_TOGETHER - 1, short)
+    assert writes.due(1_000, writes.POSTED_TOGETHER, short)
+    share = 100_000 // writes.POSTED_SHARE  # a batch of a long thread is a share of it
+    assert share > writes.POSTED_TOGETHER and not writes.due(100_000, writes.POSTED_TOGETHER, short)
+    assert writes.due(100_000, share, 100 * share)
+    assert not writes.due(10**9, writes.POSTED_MOST - 1, 0)
+    assert writes.due(10**9, writes.POSTED_MOST, 0)
+    assert writes.due(1_000, 3, writes.POSTED_TERMS)  # long messages: the words bound them
+
+
+async def test_a_commit_writes_the_postings_when_due_for_its_threads_length(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Batches of at least 4 messages and a quarter of the thread, so that a short thread
+    # shows its batches growing.
+    monkeypatch.setattr(writes, "POSTED_TOGETHER", 4)
+    monkeypatch.setattr(writes, "POSTED_SHARE", 4)
+    settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
+    waiting, batches = 0, []
+    async with History(settings, store=database) as history:
+        for length, m in enumerate(exchange([f"the venue {k}" for k in range(30)]), start=1):
+            await history.message_created(m)
+            await history.wait()  # one commit a message, nothing leaves the tail
+            waiting += 1
+            if writes.due(length, waiting, 0):
+                batches.append(waiting)
+                waiting = 0
+            assert await anyio.to_thread.run_sync(unposted, database) == waiting
+    assert batches[0] == 4 and batches[-1] > 10
+
+
+async def test_long_messages_are_posted_before_a_batch_of_them_waits(database: str) -> None:
+    settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
+    long = " ".join(f"w{k}" for k in range(writes.POSTED_TERMS // 8))  # 8 reach the bound
+    async with History(settings, store=database) as history:
+        for m in exchange([f"{long} venue{k}" for k in range(10)]):
+            await history.message_created(m)
+            await history.wait()
+        first = await history.store.search("t", "venue0", 5)  # posted
+        last = await history.store.search("t", "venue9", 5)  # waiting
+    assert 0 < await anyio.to_thread.run_sync(unposted, database) < 20 < writes.POSTED_TOGETHER
+    assert (first[0].message, last[0].message) == ("t-0", "t-18")
 
 
 async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database: str) -> None:
@@ -326,7 +371,7 @@ async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database
         records = await history.store.export_thread("t")
     # 80 messages, no lines: a commit that left 64 or more waiting wrote their postings (how
     # many wait now depends on how the messages were batched, which follows the machine).
-    assert await anyio.to_thread.run_sync(unposted, database) < POSTED_TOGETHER
+    assert await anyio.to_thread.run_sync(unposted, database) < writes.POSTED_TOGETHER
     assert records is not None
     async with opened(":memory:") as copy:  # a load writes every row's postings
         await copy.load_records([records])

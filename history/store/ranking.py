@@ -187,8 +187,8 @@ async def _gather(
     waiting: list[Match] = [
         (term, bool(line), level, index, n, length, at)
         for line, level, index, held, length, at in unposted
-        for term, n in Counter(held.split()).items()
-        if term in keyed
+        for term in keyed
+        if (n := held.count(f" {term} "))  # terms are spaced ` a  b `: counted whole, apart
     ]
     sizes = Counter((m[0], m[1]) for m in waiting)
     posted_rows = [sizes_of[line].rows - sum(row[0] == line for row in unposted) for line in (0, 1)]

@@ -30,7 +30,7 @@ from .adapter import Body, Database, Transaction
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
 from .searching import SearchReads
-from .writes import POSTED_TOGETHER, apply, foreign, index_lines, index_thread, post, thread_records
+from .writes import apply, foreign, index_lines, index_thread, post, thread_records
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +229,7 @@ class SQLStore:
             await tx.executemany("insert_search", searched)
             await tx.executemany("insert_summary", [rows.summary_row(n) for n in written])
             await index_lines(tx, before.thread, written, language)
-            await post(tx, before.thread, at_least=POSTED_TOGETHER)
+            await post(tx, before.thread, length=after.position + 1)
             if asks:
                 found = await tx.one("next_call", thread=before.thread)
                 first = 0 if found is None else found["n"]

@@ -20,11 +20,29 @@ from .records import ThreadRecords
 from .rows import Params, Record
 
 POSTED_TOGETHER = 64
-"""A thread's messages whose search rows a commit leaves waiting for their postings (a search
-reads their words). The lines written meanwhile wait with them: a line is a few dozen words, two
-or so for every message that leaves the tail, and a batch costs most of what it costs whatever
-its size (it changes a page for nearly every term it posts), so lines starting batches of their
-own made half again as many."""
+"""The fewest of a thread's messages whose search rows a commit leaves waiting for their
+postings (a search reads their words). The lines written meanwhile wait with them: a line is a
+few dozen words, two or so for every message that leaves the tail, and a batch costs most of
+what it costs whatever its size (it changes a page for nearly every term it posts), so lines
+starting batches of their own made half again as many."""
+POSTED_SHARE = 200
+"""A batch is at least this share of its thread's messages (one in 200, so from the 12,800th
+message on it is more than `POSTED_TOGETHER`). The pages a batch changes grow with the thread's
+postings, until each of its terms is on a page of its own: a batch that grows with the thread
+keeps what a message's postings cost flat (with 64 at every length, a message of a thread's
+100,000th thousand cost 1.3 times one of its first ten thousand)."""
+POSTED_MOST = 512
+POSTED_TERMS = 65_536
+"""However long the thread, its postings are written once its waiting messages number
+`POSTED_MOST` or hold this many terms, whichever comes first: a search reads the words of every
+waiting row (64 messages of five thousand words made a search read a megabyte and a half)."""
+
+
+def due(length: int, waiting: int, terms: int) -> bool:
+    """Whether the postings of a thread of `length` messages are written, with `waiting` of its
+    messages waiting for them and holding `terms` terms."""
+    batch = min(POSTED_MOST, max(POSTED_TOGETHER, length // POSTED_SHARE))
+    return waiting >= batch or terms >= POSTED_TERMS
 
 
 async def store_message(tx: Transaction, message: Params, outline: Params) -> Record | None:
@@ -38,12 +56,13 @@ async def store_message(tx: Transaction, message: Params, outline: Params) -> Re
     return placed
 
 
-async def post(tx: Transaction, thread: str, *, at_least: int = 0) -> None:
-    """Write the postings of the thread's search rows that wait for them, if the rows of
-    `at_least` messages wait (lines do not count: they go with the messages' batch)."""
-    if at_least:
+async def post(tx: Transaction, thread: str, *, length: int | None = None) -> None:
+    """Write the postings of the thread's search rows that wait for them: all of them, or, given
+    the thread's `length` in messages, only when they are `due` (lines do not count: they go
+    with the messages' batch)."""
+    if length is not None:
         found = await tx.one("unposted", thread=thread)
-        if found is None or found["count"] < at_least:
+        if found is None or not due(length, found["count"], found["terms"]):
             return
     await tx.execute("post_search", thread=thread)
     await tx.execute("mark_posted", thread=thread)
