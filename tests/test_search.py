@@ -317,9 +317,10 @@ def test_a_batch_of_postings_grows_with_its_thread_up_to_a_bound() -> None:
     short = 150 * writes.POSTED_TOGETHER  # terms of messages of a hundred and fifty words
     assert not writes.due(1_000, writes.POSTED_TOGETHER - 1, short)
     assert writes.due(1_000, writes.POSTED_TOGETHER, short)
-    share = 100_000 // writes.POSTED_SHARE  # a batch of a long thread is a share of it
-    assert share > writes.POSTED_TOGETHER and not writes.due(100_000, writes.POSTED_TOGETHER, short)
-    assert writes.due(100_000, share, 100 * share)
+    share = 40_000 // writes.POSTED_SHARE  # a batch of a long thread is a share of it
+    assert writes.POSTED_TOGETHER < share < writes.POSTED_MOST
+    assert not writes.due(40_000, share - 1, 100 * share)
+    assert writes.due(40_000, share, 100 * share)
     assert not writes.due(10**9, writes.POSTED_MOST - 1, 0)
     assert writes.due(10**9, writes.POSTED_MOST, 0)
     assert writes.due(1_000, 3, writes.POSTED_TERMS)  # long messages: the words bound them
