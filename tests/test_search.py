@@ -354,10 +354,14 @@ async def test_long_messages_are_posted_before_a_batch_of_them_waits(database: s
         for m in exchange([f"{long} venue{k}" for k in range(10)]):
             await history.message_created(m)
             await history.wait()
-        first = await history.store.search("t", "venue0", 5)  # posted
-        last = await history.store.search("t", "venue9", 5)  # waiting
+        first = await history.store.search("t", "venue0", 5)
+        last = await history.store.search("t", "venue9", 5)
     assert 0 < await anyio.to_thread.run_sync(unposted, database) < 20 < writes.POSTED_TOGETHER
-    assert (first[0].message, last[0].message) == ("t-0", "t-18")
+    posted = await anyio.to_thread.run_sync(
+        run_sql, database, "SELECT idx, posted FROM search WHERE NOT line AND idx IN (0, 18)"
+    )
+    assert sorted((int(i), bool(p)) for i, p in posted) == [(0, True), (18, False)]
+    assert (first[0].message, last[0].message) == ("t-0", "t-18")  # one posted, one waiting
 
 
 async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database: str) -> None:
