@@ -19,7 +19,6 @@ from .scale import Scale
 from .speed import Throughput, ViewTime
 from .startup import Startup
 from .startup import report as startup_report
-from .strategies import DEFAULT_BUDGET
 from .targets import Target
 
 
@@ -107,6 +106,8 @@ def render(results: Results) -> str:
         "(chat-outline's blocks are its view's parts without the role line that "
         "`prompt_text` writes; each outline block is framed as pydantic-ai's model adapters "
         "send it, as a summary of the earlier conversation, about 40 tokens a block).",
+        "- **Prompt** and **peak**: a turn's prompt in tokens, on average and at its largest; "
+        "a budget bounds the peak (give or take the message that arrives last).",
         "- **Prefix**: the tokens shared with the previous turn's prompt. **OpenAI-style cache**: "
         "the prefix is read from the cache from 1,024 tokens on, in steps of 128. "
         "**Anthropic-style cache**: a prefix is written at each cache mark (from 1,024 tokens); a "
@@ -130,11 +131,12 @@ def render(results: Results) -> str:
         f"at {c.prices.summary_input}, an output token at {c.prices.summary_output} (a small "
         "model's prices against the agent's), and the cost per turn compared with the peers' "
         "is the prompt's plus the summarizer's.",
-        f"- **Budgets** ({', '.join(f'{b:,}' for b in c.budgets)} tokens): chat-outline runs its "
-        f"defaults scaled by budget / {DEFAULT_BUDGET:,} (tail cut from 3/5 to 1/5 of the budget, "
-        "outline folded from 8/5 to 4/5 of it in bytes, each agent's step outline from 2/5 to "
-        "1/5 of it in bytes, the messages kept whole from 4 at "
-        f"{DEFAULT_BUDGET:,} to at least 1); LangChain's middleware triggers at the "
+        f"- **Budgets** ({', '.join(f'{b:,}' for b in c.budgets)} tokens): chat-outline runs "
+        "`HistorySettings.for_budget(budget)`, what a user gets for a budget: the tail grows to "
+        "1/2 of the budget and is cut to 1/10, the outline folds from 6/5 of it to 1/5 in bytes "
+        "(three bytes to a token), each agent's step outline from 3/10 to 1/20, a line at most "
+        "1/24 of the outline's bound (up to 512 bytes), and one message "
+        "kept whole per 20,000 tokens (1 to 4); LangChain's middleware triggers at the "
         "budget and keeps a third; the summary buffers (LangChain classic, LlamaIndex) keep two "
         "thirds whole; the rolling window keeps the budget. The full history has none. All count "
         "tokens with the same tokenizer; everything else is each library's default.",
@@ -158,7 +160,7 @@ def render(results: Results) -> str:
     for name, label in (("cost_per_turn", "Cost per turn"), ("cost_recall", "Cost against recall")):
         if name in results.plots:
             out += [f"![{label}]({results.plots[name].name})", ""]
-    header = ["strategy", "budget", "prompt", "prefix", "OpenAI read", "Anthropic read",
+    header = ["strategy", "budget", "prompt", "peak", "prefix", "OpenAI read", "Anthropic read",
               "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor", "summarizer",
               "total Anthropic", "calls/msg", "in/msg", "out/msg", "recall", "search"]  # fmt: skip
     for corpus in results.corpora:
@@ -238,7 +240,8 @@ def _notes(results: Results) -> list[str]:
 
 def _row(r: Run) -> list[object]:
     return [
-        r.strategy, _budget(r), f"{r.mean('tokens'):,.0f}", _pct(r.share("prefix")),
+        r.strategy, _budget(r), f"{r.mean('tokens'):,.0f}", f"{max(t.tokens for t in r.turns):,}",
+        _pct(r.share("prefix")),
         _pct(r.share("openai_read")), _pct(r.share("anthropic_read")),
         _pct(r.share("anthropic_write")), f"{r.mean('openai_cost'):,.0f}",
         f"{r.mean('anthropic_cost'):,.0f}", f"{r.floor_ratio():.2f}", f"{r.summarizer:,.1f}",

@@ -120,28 +120,10 @@ class RollingWindow(_Plain):
         return Prompt(blocks=tuple(text for text, _ in self.window), marks=(len(self.window),))
 
 
-DEFAULT_BUDGET = 80_000
-"""The budget chat-outline's defaults stand for: a 48k-token tail and a 128k-byte outline."""
-
-
 def chat_history_settings(budget: int) -> HistorySettings:
-    """chat-outline's default budgets scaled to `budget`: the tail grows to 3/5 of it and is
-    cut to 1/5; the outline (in bytes, about four to a token) takes at most the other 2/5; each
-    agent's step outline and the messages kept whole (`kept`) scale alike, at least one kept.
-    (Left at its default, a step outline would grow to 32,000 bytes at any budget: at 4,000
-    tokens it made two thirds of a prompt of twice the budget.)"""
-    defaults = HistorySettings(summarizer="echo")
-    assert defaults.steps is not None
-
-    def scaled(bounds: tuple[int, int]) -> tuple[int, int]:
-        return (bounds[0] * budget // DEFAULT_BUDGET, bounds[1] * budget // DEFAULT_BUDGET)
-
-    return defaults.with_changes(
-        tail=scaled(defaults.tail),
-        outline=scaled(defaults.outline),
-        steps=scaled(defaults.steps),
-        kept=max(1, round(defaults.kept * budget / DEFAULT_BUDGET)),
-    )
+    """chat-outline's settings for `budget`, as a user gets them (`HistorySettings.for_budget`):
+    the tail grows to half of it and is cut to a tenth, the outlines take the other half."""
+    return HistorySettings.for_budget(budget, summarizer="echo")
 
 
 class ChatHistory:

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings
 
 TAIL_VARIABLE = "HISTORY_TAIL"
+SMALLEST_BUDGET = 2_000
+"""Tokens: the least `HistorySettings.for_budget` takes (its lines are then 100 bytes)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +71,39 @@ class HistorySettings:
             raise ConfigurationError(
                 f"encoding must name a tiktoken encoding, got {self.encoding!r}"
             )
+
+    @classmethod
+    def for_budget(cls, tokens: int, *, summarizer: str, **changes: Any) -> HistorySettings:
+        """Settings whose prompt stays within about `tokens`, and is cheap to keep cached.
+
+        Half the budget is the tail's: it grows to `tokens / 2` and a cut leaves a tenth, so a
+        cut, which re-sends what it leaves, re-sends one token for every four that came. The
+        other half is the outlines', in bytes at three to a token (lines are denser than prose:
+        labels, names, numbers): the outline grows to `6/5 * tokens` bytes and each agent's step
+        outline to `3/10 * tokens`, and each folds to a sixth of that, so folds, which re-send
+        the outline from the first pair they merge, are as rare as the bound allows. A line is
+        at most a 24th of the outline (512 bytes from 10,240 tokens on): a fold cannot merge
+        lines of different levels, so an outline keeps up to a line per level, about 20 in a
+        thread of a million messages. `kept` is one per 20,000 tokens, from 1 to 4.
+
+        The defaults keep more of the tail after a cut (a third) and fold to half, and stand
+        for about 100,000 tokens. Any other setting, or one of these to override, goes in
+        `changes`.
+        """
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < SMALLEST_BUDGET:
+            raise ConfigurationError(
+                f"a budget must be a whole number of tokens, at least {SMALLEST_BUDGET:,}, "
+                f"got {tokens!r}"
+            )
+        outline = tokens * 6 // 5
+        budgets: dict[str, Any] = {
+            "line": min(512, outline // 24),
+            "tail": (tokens // 10, tokens // 2),
+            "outline": (tokens // 5, outline),
+            "steps": (tokens // 20, tokens * 3 // 10),
+            "kept": min(4, max(1, tokens // 20_000)),
+        }
+        return cls(summarizer=summarizer, **(budgets | changes))
 
     def with_changes(self, **changes: Any) -> HistorySettings:
         """A copy with some settings changed, validated again."""

@@ -19,10 +19,9 @@ from pydantic_ai import Agent
 from benchmarks import corpora, speed
 from benchmarks.__main__ import run
 from benchmarks.cache import Meter, Prices, Prompt, count, token_ids
-from benchmarks.config import QUICK
+from benchmarks.config import FULL, QUICK
 from benchmarks.fakes import Behaviour, compress, salient
 from benchmarks.strategies import (
-    DEFAULT_BUDGET,
     ChatHistory,
     FullHistory,
     Setup,
@@ -43,8 +42,8 @@ TINY = replace(
     chitchat=1,
     sharegpt=1,
     longest=60,
-    budgets=(1_500, 6_000),
-    reference=1_500,
+    budgets=(2_000, 6_000),
+    reference=2_000,
     speed=60,
     views=(40, 120),
     repeats=2,
@@ -101,13 +100,10 @@ def test_a_turn_reads_what_the_cache_holds_and_pays_for_the_rest() -> None:
     assert third.anthropic_read == 0  # the written prefix is no longer a prefix
 
 
-def test_chat_outline_runs_each_of_its_budgets_scaled_to_the_benchmark_budget() -> None:
-    defaults = HistorySettings(summarizer="echo")
-    scaled = chat_history_settings(DEFAULT_BUDGET // 20)  # 4,000 tokens
-    for name in ("tail", "outline", "steps"):  # an agent's step outline is in its prompt too
-        assert getattr(scaled, name) == tuple(b // 20 for b in getattr(defaults, name)), name
-    assert scaled.kept == 1
-    assert chat_history_settings(DEFAULT_BUDGET) == defaults
+def test_chat_outline_runs_the_settings_a_user_gets_for_each_budget() -> None:
+    for budget in FULL.budgets:
+        given = HistorySettings.for_budget(budget, summarizer="echo")
+        assert chat_history_settings(budget) == given
 
 
 @pytest.mark.anyio
@@ -116,7 +112,7 @@ async def test_chat_outline_that_cuts_nothing_sends_what_the_full_history_sends(
     the role being the separator every block has."""
     conversation = corpora.synthetic_corpus(40).conversations[0]
     plain = replace(conversation, messages=tuple(m for m in conversation.messages if not m.step))
-    setup = Setup(budget=DEFAULT_BUDGET, conversation=plain, behaviour=Behaviour())
+    setup = Setup(budget=80_000, conversation=plain, behaviour=Behaviour())
     ours, full = ChatHistory(setup), FullHistory(setup)
     await ours.start()
     try:
@@ -220,7 +216,7 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
         moved = sum(n for kind, (n, _) in r.breakdown.items() if kind != "grow")
         breaks = sum(b.prefix < a.tokens for a, b in zip(r.turns, r.turns[1:], strict=False))
         assert breaks == moved
-    small = next(r for r in results.runs if r.strategy == "chat-outline" and r.budget == 1_500)
+    small = next(r for r in results.runs if r.strategy == "chat-outline" and r.budget == 2_000)
     assert small.usage.calls > 0
     assert sum(n for kind, (n, _) in small.breakdown.items() if kind.startswith("cut")) > 0
 

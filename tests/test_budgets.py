@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from history import History, HistorySettings
+from history import History, HistorySettings, prompt_text, view
 from history.cli import main
 from history.errors import ConfigurationError
+from history.lines import render
+from history.processors.weight import encoding
 from history.rebuilding import rebuild
 from history.settings import recorded
 from history.store import open_store
 
 from .conftest import message
+
+
+def tokens(text: str) -> int:
+    return len(encoding("cl100k_base").encode_ordinary(text))
+
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
 
@@ -172,3 +180,54 @@ async def test_the_plugin_records_a_threads_settings_and_a_rebuild_uses_them(
             await rebuild(store, "u")
     finally:
         await store.close()
+
+
+def test_a_budget_sets_the_tail_the_outlines_and_the_kept_messages_in_proportion() -> None:
+    settings = HistorySettings.for_budget(8_000, summarizer="echo")
+    assert (settings.tail, settings.outline, settings.steps, settings.kept, settings.line) == (
+        (800, 4_000), (1_600, 9_600), (400, 2_400), 1, 400,
+    )  # fmt: skip
+    assert HistorySettings.for_budget(80_000, summarizer="echo").kept == 4
+    assert HistorySettings.for_budget(10**7, summarizer="echo").kept == 4
+    assert HistorySettings.for_budget(40_000, summarizer="echo").kept == 2
+    changed = HistorySettings.for_budget(8_000, summarizer="echo", steps=None, kept=3, line=256)
+    assert (changed.steps, changed.kept, changed.line, changed.tail) == (None, 3, 256, (800, 4_000))
+
+
+@pytest.mark.parametrize("tokens", [1_999, 0, -8_000, 8_000.0, True, "8000", None])
+def test_a_budget_that_is_not_a_whole_number_of_at_least_1000_tokens_is_refused(
+    tokens: object,
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"budget .* at least 2,000, got"):
+        HistorySettings.for_budget(tokens, summarizer="echo")  # type: ignore[arg-type]
+
+
+def test_a_budgets_settings_are_checked_like_any_others() -> None:
+    with pytest.raises(ConfigurationError, match="tail"):
+        HistorySettings.for_budget(8_000, summarizer="echo", tail=(5_000, 4_000))
+    with pytest.raises(ConfigurationError, match="summarizer"):
+        HistorySettings.for_budget(8_000, summarizer="")
+
+
+@pytest.mark.anyio
+async def test_the_prompt_of_a_budgets_settings_stays_within_it(tmp_path: Path) -> None:
+    """Over a long chat that cuts and folds many times, what an agent is sent is never more
+    than the budget and the message that just came."""
+    budget = 2_000
+    settings = HistorySettings.for_budget(budget, summarizer="echo")
+    rng = random.Random(5)
+    words = ["venue", "budget", "flight", "hotel", "menu", "Ana", "north", "42", "7f3a"]
+    peak, depth = 0, 0
+    async with History(settings, store=tmp_path / "h.sqlite", pause=0.0) as history:
+        for n in range(400):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(5, 60)))
+            m = message(n, text, author=("Ana", "north")[n % 2], to=("north", "Ana")[n % 2])
+            await history.message_created(m)
+            await history.wait()
+            sent = prompt_text(await view(history, "t", agent="north"))
+            peak = max(peak, tokens(sent) - tokens(render(m)))
+            outline = await history.outline("t")
+            assert outline is not None
+            depth = max([depth, *(level for level, _, _, _ in outline.lines)])
+    assert peak <= budget
+    assert depth >= 3  # it folded, and folded again
