@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from history import History, HistorySettings, prompt_text, view
+from history import History, HistorySettings, Message, prompt_text, view
 from history.cli import main
 from history.errors import ConfigurationError
 from history.lines import render
@@ -23,6 +23,21 @@ from .conftest import message
 
 def tokens(text: str) -> int:
     return len(encoding("cl100k_base").encode_ordinary(text))
+
+
+def long_chat(count: int) -> list[Message]:
+    """Ana and north, in messages of 5 to 60 words, names and numbers among them."""
+    rng = random.Random(5)
+    words = ["venue", "budget", "flight", "hotel", "menu", "Ana", "north", "42", "7f3a"]
+    return [
+        message(
+            n,
+            " ".join(rng.choice(words) for _ in range(rng.randint(5, 60))),
+            author=("Ana", "north")[n % 2],
+            to=("north", "Ana")[n % 2],
+        )
+        for n in range(count)
+    ]
 
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
@@ -215,13 +230,9 @@ async def test_the_prompt_of_a_budgets_settings_stays_within_it(tmp_path: Path) 
     than the budget and the message that just came."""
     budget = 2_000
     settings = HistorySettings.for_budget(budget, summarizer="echo")
-    rng = random.Random(5)
-    words = ["venue", "budget", "flight", "hotel", "menu", "Ana", "north", "42", "7f3a"]
     peak, depth = 0, 0
     async with History(settings, store=tmp_path / "h.sqlite", pause=0.0) as history:
-        for n in range(400):
-            text = " ".join(rng.choice(words) for _ in range(rng.randint(5, 60)))
-            m = message(n, text, author=("Ana", "north")[n % 2], to=("north", "Ana")[n % 2])
+        for m in long_chat(400):
             await history.message_created(m)
             await history.wait()
             sent = prompt_text(await view(history, "t", agent="north"))
@@ -231,3 +242,26 @@ async def test_the_prompt_of_a_budgets_settings_stays_within_it(tmp_path: Path) 
             depth = max([depth, *(level for level, _, _, _ in outline.lines)])
     assert peak <= budget
     assert depth >= 3  # it folded, and folded again
+
+
+def test_the_budget_option_stands_for_the_settings_of_its_budget_and_others_beside_it_win(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HISTORY_TAIL", "40,80")  # an explicit budget beats the environment
+    chat = tmp_path / "chat.jsonl"
+    records = (
+        {"id": m.id, "thread": "t", "author": m.author, "to": m.to, "text": m.text,
+         "at": m.at.isoformat()}
+        for m in long_chat(120)
+    )  # fmt: skip
+    chat.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    spelled = ("--tail", "200,1000", "--outline", "400,2400", "--steps", "100,600", "--line", "100")
+    code, out, _ = run(capsys, "simulate", chat, "--budget", "2000", "--kept", "2")
+    assert code == 0 and json.loads(out)["summaries"]  # it cut
+    assert (code, out) == run(capsys, "simulate", chat, *spelled, "--kept", "2")[:2]
+    db = tmp_path / "h.sqlite"
+    assert run(capsys, "ingest", chat, "--budget", "2000", "--tail", "30,60", "--db", db)[0] == 0
+    settings, _ = built(capsys, db)
+    assert (settings["tail"], settings["outline"], settings["line"]) == ([30, 60], [400, 2400], 100)
+    code, _, err = run(capsys, "simulate", chat, "--budget", "1999")
+    assert code == 2 and "budget must be a whole number of tokens, at least 2,000" in err

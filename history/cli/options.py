@@ -93,6 +93,13 @@ NOT_GIVEN: Final = _NotGiven.NOT_GIVEN
 def budgets(parser: argparse.ArgumentParser) -> None:
     """The budget and summarizer options of the commands that build histories."""
     parser.set_defaults(**dict.fromkeys(_BUDGETS, NOT_GIVEN))
+    parser.add_argument(
+        "--budget",
+        type=int,
+        metavar="TOKENS",
+        help="settings for a prompt of about TOKENS (HistorySettings.for_budget): the tail, "
+        "outlines, line and kept; the other options beside it win",
+    )
     parser.add_argument("--line", type=int, help="a line's limit in bytes (512)")
     parser.add_argument("--tail", type=pair("--tail"), help="tail tokens MIN,MAX (16000,48000)")
     parser.add_argument(
@@ -127,12 +134,24 @@ def _steps(text: str) -> tuple[int, int] | None:
 
 
 def given_budgets(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings named on the command line: those of its options not left out."""
-    return {
+    """The settings named on the command line: those of its options not left out, over those
+    `--budget` stands for."""
+    named = {
         name: value
         for name in _BUDGETS
         if (value := getattr(args, name, NOT_GIVEN)) is not NOT_GIVEN
     }
+    tokens = getattr(args, "budget", None)
+    if tokens is None:
+        return named
+    from ..settings import HistorySettings
+
+    made = HistorySettings.for_budget(tokens, summarizer=named.get("summarizer", "echo"))
+    return {name: getattr(made, name) for name in _BUDGETED} | named
+
+
+_BUDGETED = ("line", "tail", "outline", "kept", "steps")
+"""The settings `--budget` stands for (`HistorySettings.for_budget`)."""
 
 
 def settings_of(args: argparse.Namespace) -> HistorySettings:
