@@ -90,24 +90,28 @@ class HistorySettings:
         for about 100,000 tokens. Any other setting, or one of these to override, goes in
         `changes`.
         """
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < SMALLEST_BUDGET:
-            raise ConfigurationError(
-                f"a budget must be a whole number of tokens, at least {SMALLEST_BUDGET:,}, "
-                f"got {tokens!r}"
-            )
-        outline = tokens * 6 // 5
-        budgets: dict[str, Any] = {
-            "line": min(512, outline // 24),
-            "tail": (tokens // 10, tokens // 2),
-            "outline": (tokens // 5, outline),
-            "steps": (tokens // 20, tokens * 3 // 10),
-            "kept": min(4, max(1, tokens // 20_000)),
-        }
-        return cls(summarizer=summarizer, **(budgets | changes))
+        return cls(summarizer=summarizer, **(budgeted(tokens) | changes))
 
     def with_changes(self, **changes: Any) -> HistorySettings:
         """A copy with some settings changed, validated again."""
         return replace(self, **changes)
+
+
+def budgeted(tokens: int) -> dict[str, Any]:
+    """The settings a budget of `tokens` stands for (`HistorySettings.for_budget`)."""
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < SMALLEST_BUDGET:
+        raise ConfigurationError(
+            f"a budget must be a whole number of tokens, at least {SMALLEST_BUDGET:,}, "
+            f"got {tokens!r}"
+        )
+    outline = tokens * 6 // 5
+    return {
+        "line": min(512, outline // 24),
+        "tail": (tokens // 10, tokens // 2),
+        "outline": (tokens // 5, outline),
+        "steps": (tokens // 20, tokens * 3 // 10),
+        "kept": min(4, max(1, tokens // 20_000)),
+    }
 
 
 UNRECORDED = ("model_settings",)

@@ -144,14 +144,9 @@ def given_budgets(args: argparse.Namespace) -> dict[str, Any]:
     tokens = getattr(args, "budget", None)
     if tokens is None:
         return named
-    from ..settings import HistorySettings
+    from ..settings import budgeted
 
-    made = HistorySettings.for_budget(tokens, summarizer=named.get("summarizer", "echo"))
-    return {name: getattr(made, name) for name in _BUDGETED} | named
-
-
-_BUDGETED = ("line", "tail", "outline", "kept", "steps")
-"""The settings `--budget` stands for (`HistorySettings.for_budget`)."""
+    return budgeted(tokens) | named
 
 
 def settings_of(args: argparse.Namespace) -> HistorySettings:
