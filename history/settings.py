@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings
 
 TAIL_VARIABLE = "HISTORY_TAIL"
+CACHED = 1_024
+"""Tokens: the least prompt OpenAI and Anthropic cache (`for_budget` cuts to no less)."""
 SMALLEST_BUDGET = 2_000
 """Tokens: the least `HistorySettings.for_budget` takes (its lines are then 100 bytes)."""
 
@@ -77,7 +79,10 @@ class HistorySettings:
         """Settings whose prompt stays within about `tokens`, and is cheap to keep cached.
 
         Half the budget is the tail's: it grows to `tokens / 2` and a cut leaves a tenth, so a
-        cut, which re-sends what it leaves, re-sends one token for every four that came. The
+        cut, which re-sends what it leaves, re-sends one token for every four that came. Under
+        6,144 tokens a cut leaves more (up to a quarter), so that the tail and a folded
+        outline still hold 1,024 tokens: the providers cache no shorter prompt, and a turn that
+        misses the cache pays for all of it (at 4,000 tokens the cut leaves 758). The
         other half is the outlines', in bytes at three to a token (lines are denser than prose:
         labels, names, numbers): the outline grows to `6/5 * tokens` bytes and each agent's step
         outline to `3/10 * tokens`, and each folds to a sixth of that, so folds, which re-send
@@ -104,11 +109,12 @@ def budgeted(tokens: int) -> dict[str, Any]:
             f"a budget must be a whole number of tokens, at least {SMALLEST_BUDGET:,}, "
             f"got {tokens!r}"
         )
-    outline = tokens * 6 // 5
+    outline = (tokens // 5, tokens * 6 // 5)
+    cached = CACHED - outline[0] // 3  # what a folded outline leaves of the cache's minimum
     return {
-        "line": min(512, outline // 24),
-        "tail": (tokens // 10, tokens // 2),
-        "outline": (tokens // 5, outline),
+        "line": min(512, outline[1] // 24),
+        "tail": (max(tokens // 10, min(cached, tokens // 4)), tokens // 2),
+        "outline": outline,
         "steps": (tokens // 20, tokens * 3 // 10),
         "kept": min(4, max(1, tokens // 20_000)),
     }
