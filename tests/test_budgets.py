@@ -214,7 +214,7 @@ def test_a_budget_sets_the_tail_the_outlines_and_the_kept_messages_in_proportion
 
 
 @pytest.mark.parametrize("tokens", [1_999, 0, -8_000, 8_000.0, True, "8000", None])
-def test_a_budget_that_is_not_a_whole_number_of_at_least_1000_tokens_is_refused(
+def test_a_budget_that_is_not_a_whole_number_of_at_least_2000_tokens_is_refused(
     tokens: object,
 ) -> None:
     with pytest.raises(ConfigurationError, match=r"budget .* at least 2,000, got"):
