@@ -133,8 +133,9 @@ def render(results: Results) -> str:
         "is the prompt's plus the summarizer's.",
         f"- **Budgets** ({', '.join(f'{b:,}' for b in c.budgets)} tokens): chat-outline runs "
         "`HistorySettings.for_budget(budget)`, what a user gets for a budget: the tail grows to "
-        "1/2 of the budget and is cut to 1/10, the outline folds from 6/5 of it to 1/5 in bytes "
-        "(three bytes to a token), each agent's step outline from 3/10 to 1/20, a line at most "
+        "1/2 of the budget and is cut to 1/10 (but to at least 1,024 tokens with a folded "
+        "outline, up to 1/4), the outline folds from 6/5 of it to 3/10 in bytes (three bytes "
+        "to a token), each agent's step outline from 3/10 to 3/40, a line at most "
         "1/24 of the outline's bound (up to 512 bytes), and one message "
         "kept whole per 20,000 tokens (1 to 4); LangChain's middleware triggers at the "
         "budget and keeps a third; the summary buffers (LangChain classic, LlamaIndex) keep two "

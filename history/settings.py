@@ -80,16 +80,18 @@ class HistorySettings:
 
         Half the budget is the tail's: it grows to `tokens / 2` and a cut leaves a tenth, so a
         cut, which re-sends what it leaves, re-sends one token for every four that came. Under
-        6,144 tokens a cut leaves more (up to a quarter), so that the tail and a folded
-        outline still hold 1,024 tokens: the providers cache no shorter prompt, and a turn that
-        misses the cache pays for all of it (at 4,000 tokens the cut leaves 758). The
-        other half is the outlines', in bytes at three to a token (lines are denser than prose:
-        labels, names, numbers): the outline grows to `6/5 * tokens` bytes and each agent's step
-        outline to `3/10 * tokens`, and each folds to a sixth of that, so folds, which re-send
-        the outline from the first pair they merge, are as rare as the bound allows. A line is
-        at most a 24th of the outline (512 bytes from 10,240 tokens on): a fold cannot merge
-        lines of different levels, so an outline keeps up to a line per level, about 20 in a
-        thread of a million messages. `kept` is one per 20,000 tokens, from 1 to 4.
+        5,120 tokens a cut leaves more (up to a quarter), so that the tail and a folded outline
+        still hold 1,024 tokens: the providers cache no shorter prompt, and a turn that misses
+        the cache pays for all of it (at 4,000 tokens the cut leaves 624).
+
+        The other half is the outlines', in bytes at three to a token (lines are denser than
+        prose: labels, names, numbers): the outline grows to `6/5 * tokens` bytes and each
+        agent's step outline to `3/10 * tokens`, and each folds to a quarter of that, so folds,
+        which re-send the outline from the first pair they merge, are rare (folding to a sixth
+        was cheaper still, but kept fewer early facts in the prompt). A line is at most a 24th
+        of the outline (512 bytes from 10,240 tokens on): a fold cannot merge lines of
+        different levels, so an outline keeps up to a line per level, about 20 in a thread of a
+        million messages. `kept` is one per 20,000 tokens, from 1 to 4.
 
         The defaults keep more of the tail after a cut (a third) and fold to half, and stand
         for about 100,000 tokens. Any other setting, or one of these to override, goes in
@@ -109,13 +111,13 @@ def budgeted(tokens: int) -> dict[str, Any]:
             f"a budget must be a whole number of tokens, at least {SMALLEST_BUDGET:,}, "
             f"got {tokens!r}"
         )
-    outline = (tokens // 5, tokens * 6 // 5)
+    outline = (tokens * 3 // 10, tokens * 6 // 5)
     cached = CACHED - outline[0] // 3  # what a folded outline leaves of the cache's minimum
     return {
         "line": min(512, outline[1] // 24),
         "tail": (max(tokens // 10, min(cached, tokens // 4)), tokens // 2),
         "outline": outline,
-        "steps": (tokens // 20, tokens * 3 // 10),
+        "steps": (tokens * 3 // 40, tokens * 3 // 10),
         "kept": min(4, max(1, tokens // 20_000)),
     }
 

@@ -200,11 +200,11 @@ async def test_the_plugin_records_a_threads_settings_and_a_rebuild_uses_them(
 def test_a_budget_sets_the_tail_the_outlines_and_the_kept_messages_in_proportion() -> None:
     settings = HistorySettings.for_budget(8_000, summarizer="echo")
     assert (settings.tail, settings.outline, settings.steps, settings.kept, settings.line) == (
-        (800, 4_000), (1_600, 9_600), (400, 2_400), 1, 400,
+        (800, 4_000), (2_400, 9_600), (600, 2_400), 1, 400,
     )  # fmt: skip
-    # Under 6,144 tokens a cut leaves what a folded outline (1/5 in bytes, 3 to a token) leaves
+    # Under 5,120 tokens a cut leaves what a folded outline (3/10 in bytes, 3 to a token) leaves
     # of the 1,024 tokens a provider caches, up to a quarter of the budget.
-    assert HistorySettings.for_budget(4_000, summarizer="echo").tail == (1_024 - 800 // 3, 2_000)
+    assert HistorySettings.for_budget(4_000, summarizer="echo").tail == (1_024 - 1_200 // 3, 2_000)
     assert HistorySettings.for_budget(2_000, summarizer="echo").tail == (500, 1_000)
     assert HistorySettings.for_budget(80_000, summarizer="echo").kept == 4
     assert HistorySettings.for_budget(10**7, summarizer="echo").kept == 4
@@ -259,13 +259,13 @@ def test_the_budget_option_stands_for_the_settings_of_its_budget_and_others_besi
         for m in long_chat(120)
     )  # fmt: skip
     chat.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
-    spelled = ("--tail", "500,1000", "--outline", "400,2400", "--steps", "100,600", "--line", "100")
+    spelled = ("--tail", "500,1000", "--outline", "600,2400", "--steps", "150,600", "--line", "100")
     code, out, _ = run(capsys, "simulate", chat, "--budget", "2000", "--kept", "2")
     assert code == 0 and json.loads(out)["summaries"]  # it cut
     assert (code, out) == run(capsys, "simulate", chat, *spelled, "--kept", "2")[:2]
     db = tmp_path / "h.sqlite"
     assert run(capsys, "ingest", chat, "--budget", "2000", "--tail", "30,60", "--db", db)[0] == 0
     settings, _ = built(capsys, db)
-    assert (settings["tail"], settings["outline"], settings["line"]) == ([30, 60], [400, 2400], 100)
+    assert (settings["tail"], settings["outline"], settings["line"]) == ([30, 60], [600, 2400], 100)
     code, _, err = run(capsys, "simulate", chat, "--budget", "1999")
     assert code == 2 and "budget must be a whole number of tokens, at least 2,000" in err
