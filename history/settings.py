@@ -91,7 +91,9 @@ class HistorySettings:
         was cheaper still, but kept fewer early facts in the prompt). A line is at most a 24th
         of the outline (512 bytes from 10,240 tokens on): a fold cannot merge lines of
         different levels, so an outline keeps up to a line per level, about 20 in a thread of a
-        million messages. `kept` is one per 20,000 tokens, from 1 to 4.
+        million messages. `kept` is one per 20,000 tokens, from 1 to 4; the newest kept
+        messages and the steps after them stay whole however much they weigh, so a prompt can
+        pass the budget by that much.
 
         The defaults keep more of the tail after a cut (a third) and fold to half, and stand
         for about 100,000 tokens. Any other setting, or one of these to override, goes in
