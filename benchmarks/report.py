@@ -106,8 +106,10 @@ def render(results: Results) -> str:
         "(chat-outline's blocks are its view's parts without the role line that "
         "`prompt_text` writes; each outline block is framed as pydantic-ai's model adapters "
         "send it, as a summary of the earlier conversation, about 40 tokens a block).",
-        "- **Prompt** and **peak**: a turn's prompt in tokens, on average and at its largest; "
-        "a budget bounds the peak (give or take the message that arrives last).",
+        "- **Prompt** and **peak**: a turn's prompt in tokens, on average and at its largest. "
+        "A budget bounds the peak, give or take what a strategy keeps whole: the message that "
+        "arrives last, and for chat-outline its newest `kept` messages and the tool steps after "
+        "them (the synthetic chat's long tool results take it past its budget).",
         "- **Prefix**: the tokens shared with the previous turn's prompt. **OpenAI-style cache**: "
         "the prefix is read from the cache from 1,024 tokens on, in steps of 128. "
         "**Anthropic-style cache**: a prefix is written at each cache mark (from 1,024 tokens); a "
