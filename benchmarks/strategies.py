@@ -120,12 +120,6 @@ class RollingWindow(_Plain):
         return Prompt(blocks=tuple(text for text, _ in self.window), marks=(len(self.window),))
 
 
-def chat_history_settings(budget: int) -> HistorySettings:
-    """chat-outline's settings for `budget`, as a user gets them (`HistorySettings.for_budget`):
-    the tail grows to half of it and is cut to a tenth, the outlines take the other half."""
-    return HistorySettings.for_budget(budget, summarizer="echo")
-
-
 class ChatHistory:
     """The plugin itself, on an in-memory store, with the shared summarizer behaviour."""
 
@@ -133,7 +127,11 @@ class ChatHistory:
     """SPEC version 2's cut gap; the variant without it runs beside, to measure what it does."""
 
     def __init__(self, setup: Setup) -> None:
-        self.settings = chat_history_settings(setup.budget).with_changes(cut_gap=self.cut_gap)
+        # What a user gets for the budget: the tail grows to half of it and is cut to a tenth,
+        # the outlines take the other half.
+        self.settings = HistorySettings.for_budget(
+            setup.budget, summarizer="echo", cut_gap=self.cut_gap
+        )
         self.compressor = Compressor(setup.behaviour)
         self.usage = self.compressor.usage
         self.thread = setup.conversation.thread

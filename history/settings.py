@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 TAIL_VARIABLE = "HISTORY_TAIL"
 CACHED = 1_024
-"""Tokens: the least prompt OpenAI and Anthropic cache (`for_budget` cuts to no less)."""
+"""Tokens: the least prompt OpenAI and most Anthropic models cache (`for_budget` cuts to no
+less; `agent.providers.minimum_cacheable` gives each model's)."""
 SMALLEST_BUDGET = 2_000
 """Tokens: the least `HistorySettings.for_budget` takes (its lines are then 100 bytes)."""
 
@@ -81,8 +82,8 @@ class HistorySettings:
         Half the budget is the tail's: it grows to `tokens / 2` and a cut leaves a tenth, so a
         cut, which re-sends what it leaves, re-sends one token for every four that came. Under
         5,120 tokens a cut leaves more (up to a quarter), so that the tail and a folded outline
-        still hold 1,024 tokens: the providers cache no shorter prompt, and a turn that misses
-        the cache pays for all of it (at 4,000 tokens the cut leaves 624).
+        still hold 1,024 tokens: OpenAI and most Anthropic models cache no shorter prompt, and a
+        turn that misses the cache pays for all of it (at 4,000 tokens the cut leaves 624).
 
         The other half is the outlines', in bytes at three to a token (lines are denser than
         prose: labels, names, numbers): the outline grows to `6/5 * tokens` bytes and each

@@ -21,12 +21,7 @@ from benchmarks.__main__ import run
 from benchmarks.cache import Meter, Prices, Prompt, count, token_ids
 from benchmarks.config import FULL, QUICK
 from benchmarks.fakes import Behaviour, compress, salient
-from benchmarks.strategies import (
-    ChatHistory,
-    FullHistory,
-    Setup,
-    chat_history_settings,
-)
+from benchmarks.strategies import ChatHistory, ChatHistoryNoGap, FullHistory, Setup
 from benchmarks.view import chat_history_prompt
 from history import ThreadHistory
 from history.agent.providers import recording_model
@@ -101,9 +96,12 @@ def test_a_turn_reads_what_the_cache_holds_and_pays_for_the_rest() -> None:
 
 
 def test_chat_outline_runs_the_settings_a_user_gets_for_each_budget() -> None:
+    conversation = corpora.synthetic_corpus(40).conversations[0]
     for budget in FULL.budgets:
         given = HistorySettings.for_budget(budget, summarizer="echo")
-        assert chat_history_settings(budget) == given
+        setup = Setup(budget=budget, conversation=conversation, behaviour=Behaviour())
+        assert ChatHistory(setup).history.settings == given
+        assert ChatHistoryNoGap(setup).history.settings == given.with_changes(cut_gap=False)
 
 
 @pytest.mark.anyio

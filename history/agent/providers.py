@@ -35,6 +35,7 @@ from pydantic_ai.settings import ModelSettings
 from ..errors import ConfigurationError
 from ..plugin import History
 from ..processors.weight import tokens
+from ..settings import CACHED
 from .capability import ThreadHistory
 from .prompt import view
 
@@ -65,12 +66,12 @@ def minimum_cacheable(model: str) -> int:
     """The fewest tokens `model`'s provider caches (see the module docstring for the source)."""
     kind, name = split(model)
     if kind != "anthropic":
-        return 1_024
+        return CACHED
     if "haiku-4" in name or any(f"opus-{v}" in name for v in ("4-5", "4.5", "5", "6")):
         return 4_096
     if "haiku-3" in name:
         return 2_048
-    return 1_024
+    return CACHED
 
 
 def split(model: str) -> tuple[Kind, str]:

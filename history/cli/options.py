@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias
 
 from ..errors import ConfigurationError
-from ..settings import parse_pair
+from ..settings import budgeted, parse_pair
 
 if TYPE_CHECKING:
     from ..settings import HistorySettings
@@ -144,8 +144,6 @@ def given_budgets(args: argparse.Namespace) -> dict[str, Any]:
     tokens = getattr(args, "budget", None)
     if tokens is None:
         return named
-    from ..settings import budgeted
-
     return budgeted(tokens) | named
 
 
