@@ -1,7 +1,9 @@
-"""Every Python example in the README runs as written, offline, in a folder of its own.
+"""Every Python example of the README and of the docs/ pages runs as written, offline.
 
 The examples run one after another in one fresh interpreter (pydantic-ai is imported once),
-each in its own folder and namespace, as a user would paste them into a file.
+each in its own folder and namespace, as a user would paste them into a file; what each prints
+is kept, so a test can check what an example shows, not only that it ran. The pages' links to
+files and headings hold too.
 """
 
 from __future__ import annotations
@@ -16,41 +18,64 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCKS = re.findall(r"^```python\n(.*?)^```$", (ROOT / "README.md").read_text(), re.M | re.S)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```python\n(.*?)^```$", re.M | re.S)
+BLOCKS = [
+    (page.relative_to(ROOT).as_posix(), number, code)
+    for page in PAGES
+    for number, code in enumerate(FENCE.findall(page.read_text()), 1)
+]
 RUNNER = """
-import json, os, sys, traceback
+import contextlib, io, json, os, sys, traceback
 blocks, folder = json.loads(sys.stdin.read()), sys.argv[1]
 results = []
-for number, code in enumerate(blocks):
+for number, (page, block, code) in enumerate(blocks):
     os.chdir(os.path.join(folder, str(number)))
+    printed = io.StringIO()
     try:
-        exec(compile(code, f"README block {number + 1}", "exec"), {"__name__": "__main__"})
-        results.append("")
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, f"{page} block {block}", "exec"), {"__name__": "__main__"})
+        results.append({"error": "", "printed": printed.getvalue()})
     except BaseException:
-        results.append(traceback.format_exc())
+        results.append({"error": traceback.format_exc(), "printed": printed.getvalue()})
 print(json.dumps(results))
 """
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """What each block raised (empty when it ran), run with no key and no network."""
-    folder = tmp_path_factory.mktemp("readme")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], dict[str, str]]:
+    """What each block raised (empty when it ran) and printed, run with no key and no network."""
+    folder = tmp_path_factory.mktemp("pages")
     for number in range(len(BLOCKS)):
         (folder / str(number)).mkdir()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(ROOT)
     result = subprocess.run(
         [sys.executable, "-c", RUNNER, str(folder)], input=json.dumps(BLOCKS), env=env,
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    found: list[str] = json.loads(result.stdout.splitlines()[-1])
-    return found
+    found: list[dict[str, str]] = json.loads(result.stdout.splitlines()[-1])
+    return {(page, number): done for (page, number, _), done in zip(BLOCKS, found, strict=True)}
 
 
-def test_the_readme_has_its_examples() -> None:
-    assert len(BLOCKS) >= 4
+def test_every_python_fence_is_a_block_that_runs() -> None:
+    """A fence the pattern would miss (a typo, an indented close) is not silently skipped."""
+    for page in PAGES:
+        text = page.read_text()
+        assert text.count("```python\n") == len(FENCE.findall(text)), page.name
+    pages = {page for page, _, _ in BLOCKS}
+    assert {"README.md", "docs/agents.md", "docs/python.md", "docs/commands.md"} <= pages
+    assert sum(page == "README.md" for page, _, _ in BLOCKS) >= 3
+
+
+def test_the_readme_is_a_first_page() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    first = re.findall(r"^```bash\n(.*?)\n```", readme, re.M | re.S)
+    assert first[0].endswith("chat-outline demo") and first[1] == "python -m pytest -n auto"
+    order = [readme.index(f"## {title}") for title in ("An agent", "In a web backend", "Commands")]
+    assert order == sorted(order)
 
 
 def test_ci_runs_the_readmes_test_command_after_the_checks() -> None:
@@ -65,6 +90,34 @@ def test_ci_runs_the_readmes_test_command_after_the_checks() -> None:
     } <= set(steps)
 
 
-@pytest.mark.parametrize("number", range(len(BLOCKS)), ids=lambda n: f"block-{n + 1}")
-def test_a_readme_example_runs_as_written(outcomes: list[str], number: int) -> None:
-    assert outcomes[number] == "", outcomes[number]
+def anchor(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as -."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_a_pages_links_lead_somewhere(page: Path) -> None:
+    for target in re.findall(r"\]\(([^)#:]*)(?:#([^)]*))?\)", page.read_text()):
+        path, heading = target
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.is_file(), f"{page.name} links to {path!r}"
+        if heading:
+            headings = re.findall(r"^#+ (.*)$", linked.read_text(), re.M)
+            assert heading in {anchor(h) for h in headings}, f"{page.name} links to #{heading}"
+
+
+def test_the_readmes_agents_answer(outcomes: dict[tuple[str, int], dict[str, str]]) -> None:
+    """The agent example is answered by its model, and the web backend's request by its own."""
+    printed = [outcome["printed"] for (page, _), outcome in outcomes.items() if page == "README.md"]
+    assert "I was sent 1 message(s).\n" in printed
+    assert "Noted.\n" in printed
+
+
+@pytest.mark.parametrize(
+    ("page", "number"), [(page, number) for page, number, _ in BLOCKS],
+    ids=[f"{page}-block-{number}" for page, number, _ in BLOCKS],
+)  # fmt: skip
+def test_an_example_runs_as_written(
+    outcomes: dict[tuple[str, int], dict[str, str]], page: str, number: int
+) -> None:
+    assert outcomes[page, number]["error"] == "", outcomes[page, number]["error"]
