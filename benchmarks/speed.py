@@ -29,7 +29,7 @@ from typing import Any, Literal
 import aiosqlite
 
 from history import prompt_text, terms, view
-from history.contract import Message, Outline, Stored, Summary, Task
+from history.contract import Ask, Message, Outline, Stored, Summary, Task
 from history.plugin import History
 from history.processors.compact import compact
 from history.processors.summarize import Nodes
@@ -352,9 +352,8 @@ async def fill(messages: Sequence[Message], path: Path) -> None:
     async def read_message(id: str) -> Stored | None:
         return by_id.get(id)
 
-    async def write_line(task: Task) -> str:
-        ask = await write(task, model.reply, limit=config.line, tries=config.tries)
-        return ask.line
+    async def write_line(task: Task) -> Ask:
+        return await write(task, model.reply, limit=config.line, tries=config.tries)
 
     index = 0
     steps: dict[str, int] = {}

@@ -19,18 +19,18 @@ SELECT 1 FROM outline WHERE thread = :thread FOR UPDATE;
 -- name: nodes
 -- The levels and indexes as arrays. A key is unique; its `LIMIT 1` also keeps the planner from
 -- reading the thread's nodes for a join instead.
-SELECT s.thread, s.level, s.idx, s.text, s.bytes, s.message, s.at, s.agent
+SELECT s.thread, s.level, s.idx, s.text, s.bytes, s.message, s.at, s.agent, s.fallback
 FROM unnest(:levels::integer[], :indexes::bigint[]) AS k (level, idx)
 CROSS JOIN LATERAL (SELECT * FROM summary
                     WHERE thread = :thread AND agent = :agent AND level = k.level
                       AND idx = k.idx LIMIT 1) AS s;
 
 -- name: summaries
-SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+SELECT thread, level, idx, text, bytes, message, at, agent, fallback FROM summary
 WHERE thread = :thread ORDER BY agent COLLATE "C", level, idx;
 
 -- name: all_summaries
-SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+SELECT thread, level, idx, text, bytes, message, at, agent, fallback FROM summary
 ORDER BY thread COLLATE "C", agent COLLATE "C", level, idx;
 
 -- name: first_at

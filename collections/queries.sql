@@ -167,28 +167,28 @@ WHERE thread = :thread AND seq > :after AND native IS NOT NULL ORDER BY seq;
 
 -- name: summary
 -- A node by its key (agent '': the shared tree).
-SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+SELECT thread, level, idx, text, bytes, message, at, agent, fallback FROM summary
 WHERE thread = :thread AND agent = :agent AND level = :level AND idx = :index;
 
 -- name: nodes
 -- An outline's nodes: a JSON list of [level, idx] keys, each node looked up by its key.
-SELECT s.thread, s.level, s.idx, s.text, s.bytes, s.message, s.at, s.agent
+SELECT s.thread, s.level, s.idx, s.text, s.bytes, s.message, s.at, s.agent, s.fallback
 FROM json_each(:keys) AS k CROSS JOIN summary AS s
 ON s.thread = :thread AND s.agent = :agent AND s.level = json_extract(k.value, '$[0]')
    AND s.idx = json_extract(k.value, '$[1]');
 
 -- name: summaries
 -- A thread's nodes by agent ('' first), level and index.
-SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+SELECT thread, level, idx, text, bytes, message, at, agent, fallback FROM summary
 WHERE thread = :thread ORDER BY agent, level, idx;
 
 -- name: all_summaries
-SELECT thread, level, idx, text, bytes, message, at, agent FROM summary
+SELECT thread, level, idx, text, bytes, message, at, agent, fallback FROM summary
 ORDER BY thread, agent, level, idx;
 
 -- name: insert_summary
-INSERT INTO summary (thread, level, idx, text, bytes, message, at, agent)
-VALUES (:thread, :level, :idx, :text, :bytes, :message, :at, :agent);
+INSERT INTO summary (thread, level, idx, text, bytes, message, at, agent, fallback)
+VALUES (:thread, :level, :idx, :text, :bytes, :message, :at, :agent, :fallback);
 
 -- name: first_at
 -- The `at` of shared messages by index: the first message of each line being indexed.

@@ -110,6 +110,15 @@ class SummaryLine(_Line):
     bytes: Count
     message: str | None
     at: str
+    fallback: bool = False
+    """Its text is a fallback (`Summary.fallback`); written only when true."""
+
+    @model_serializer(mode="wrap")
+    def _without_fallback(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        value: dict[str, Any] = handler(self)
+        if not value.get("fallback"):
+            del value["fallback"]
+        return value
 
 
 class OutlineLine(_Line):
@@ -178,7 +187,7 @@ def record_lines(records: ThreadRecords) -> list[Record]:
     out += [
         SummaryLine(
             thread=n.thread, agent=n.agent, level=n.level, index=n.index, text=n.text,
-            bytes=n.bytes, message=n.message, at=format_at(n.at),
+            bytes=n.bytes, message=n.message, at=format_at(n.at), fallback=n.fallback,
         )
         for n in records.summaries
     ]  # fmt: skip
@@ -206,7 +215,7 @@ def summary_of(line: SummaryLine) -> Summary:
         )
     return Summary(
         thread=line.thread, agent=line.agent, level=line.level, index=line.index, text=line.text,
-        bytes=line.bytes, message=line.message, at=parse_at(line.at),
+        bytes=line.bytes, message=line.message, at=parse_at(line.at), fallback=line.fallback,
     )  # fmt: skip
 
 

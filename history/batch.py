@@ -57,10 +57,10 @@ async def process_one(
     work = state.copy()
     asks: list[Ask] = []
 
-    async def write_line(task: Task) -> str:
+    async def write_line(task: Task) -> Ask:
         done = await write(task, ask, limit=settings.line, tries=settings.tries)
         asks.append(done)
-        return done.line
+        return done
 
     try:
         change = await compact(work, stored, nodes, write_line, read, settings)

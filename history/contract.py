@@ -164,6 +164,10 @@ class Summary:
     """The newest `at` among the messages it covers."""
     agent: str = ""
     """`""` for the shared tree; the agent whose step tree holds it otherwise."""
+    fallback: bool = False
+    """Its text is a fallback: the `cut` of its input, written because the summarizer was down
+    or the same ask failed 5 times (SPEC section 5), to be asked again once it answers. A
+    parent joined from such a line without a model call is not one itself."""
 
     @property
     def label(self) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from .contract import Stored, Summary, Task
+from .contract import Ask, Stored, Summary, Task
 
 NodeKey = tuple[str, int, int]
 """A node's key in its thread: `(agent, level, index)`."""
-LineWriter = Callable[[Task], Awaitable[str]]
-"""Writes the line for a task: asks the summarizer, retries, cuts."""
+LineWriter = Callable[[Task], Awaitable[Ask]]
+"""Writes the line for a task: asks the summarizer, retries, cuts; the finished conversation."""
 MessageReader = Callable[[str], Awaitable[Stored | None]]
 """Reads a stored message by id; None when it is gone."""
 NodeReader = Callable[[str, int, int], Awaitable[Summary | None]]

@@ -139,15 +139,16 @@ async def summarize(stored: Stored, nodes: Nodes, write: LineWriter, *, limit: i
     agent = m.author if m.step else ""
     index = stored.step_index if m.step else stored.index
     assert index is not None, f"message {m.id!r} has no place in a tree"
-    text = line_of(m)
+    text, fallback = line_of(m), False
     if size(text) > limit:
         before = [
             node.text
             for k in range(max(0, index - 4), index)
             if (node := await nodes.get(0, k, agent=agent)) is not None
         ]
-        text = await write(leaf_task(nodes.thread, index, text, before, limit, agent=agent))
-    leaf = _node(nodes.thread, agent, 0, index, text, m.id, m.at)
+        done = await write(leaf_task(nodes.thread, index, text, before, limit, agent=agent))
+        text, fallback = done.line, done.outcome == "fallback"
+    leaf = _node(nodes.thread, agent, 0, index, text, m.id, m.at, fallback)
     nodes.put(leaf)
 
     # An odd index completes a pair: the two merge into their parent, and so on up.
@@ -159,19 +160,28 @@ async def summarize(stored: Stored, nodes: Nodes, write: LineWriter, *, limit: i
             break
         if await nodes.get(level + 1, j // 2, agent=agent) is not None:
             break
-        joined = f"{left.text}\n{right.text}"
+        joined, fallback = f"{left.text}\n{right.text}", False
         if size(joined) > limit:
-            joined = await write(merge_task(nodes.thread, level, j, joined, limit, agent=agent))
+            done = await write(merge_task(nodes.thread, level, j, joined, limit, agent=agent))
+            joined, fallback = done.line, done.outcome == "fallback"
         at = max(left.at, right.at)
-        nodes.put(_node(nodes.thread, agent, level + 1, j // 2, joined, None, at))
+        parent = _node(nodes.thread, agent, level + 1, j // 2, joined, None, at, fallback)
+        nodes.put(parent)
         level, j = level + 1, j // 2
     return leaf
 
 
 def _node(
-    thread: str, agent: str, level: int, index: int, text: str, message: str | None, at: datetime
+    thread: str,
+    agent: str,
+    level: int,
+    index: int,
+    text: str,
+    message: str | None,
+    at: datetime,
+    fallback: bool,
 ) -> Summary:
     return Summary(
         thread=thread, agent=agent, level=level, index=index, text=text, bytes=size(text),
-        message=message, at=at,
+        message=message, at=at, fallback=fallback,
     )  # fmt: skip

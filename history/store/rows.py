@@ -47,6 +47,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0017_search_keys", "search_keys.sql"),
     ("0018_store_message", "store_message.sql"),
     ("0019_search_corpus", "search_corpus.sql"),
+    ("0020_fallback", "fallback.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
@@ -170,6 +171,7 @@ def summary_row(node: Summary) -> Params:
     return {
         "thread": n.thread, "level": n.level, "idx": n.index, "text": n.text, "bytes": n.bytes,
         "message": n.message, "at": format_at(n.at), "agent": n.agent,
+        "fallback": int(n.fallback),
     }  # fmt: skip
 
 
@@ -183,6 +185,7 @@ def summary_from_row(row: Record) -> Summary:
         bytes=row["bytes"],
         message=row["message"],
         at=datetime.fromisoformat(row["at"]),
+        fallback=bool(row["fallback"]),
     )
 
 
