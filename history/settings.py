@@ -41,6 +41,10 @@ class HistorySettings:
     cut_gap: bool = True
     """After a cut the kept messages stopped above `tail[0]`, wait for the tail to grow by
     another `tail[1] - tail[0]` before the next (SPEC section 5); False: the chapter's rule."""
+    cold: float | None = None
+    """Seconds: a pause after which the thread's prompt cache is taken to be gone, so a message
+    arriving more than `cold` seconds after the one before it cuts the tail once it is over
+    `tail[0]` (the cold cut, SPEC version 3, section 5); None: never."""
     steps: tuple[int, int] | None = (16_000, 32_000)
     """Bytes: each agent's step outline grows to the second, then is folded down to the first;
     None: steps leave the tail without a line (SPEC version 1)."""
@@ -60,6 +64,16 @@ class HistorySettings:
             raise ConfigurationError(f"line must be at least 64 bytes, got {self.line!r}")
         if not isinstance(self.cut_gap, bool):
             raise ConfigurationError(f"cut_gap must be True or False, got {self.cut_gap!r}")
+        if self.cold is not None:
+            if (
+                isinstance(self.cold, bool)
+                or not isinstance(self.cold, int | float)
+                or not 0 < self.cold < float("inf")
+            ):
+                raise ConfigurationError(
+                    f"cold must be a positive number of seconds or None, got {self.cold!r}"
+                )
+            object.__setattr__(self, "cold", float(self.cold))
         for name in ("tail", "outline", "steps"):
             if name == "steps" and self.steps is None:
                 continue
@@ -76,7 +90,9 @@ class HistorySettings:
             )
 
     @classmethod
-    def for_budget(cls, tokens: int, *, summarizer: str, **changes: Any) -> HistorySettings:
+    def for_budget(
+        cls, tokens: int, *, summarizer: str, model: str | None = None, **changes: Any
+    ) -> HistorySettings:
         """Settings whose prompt stays within about `tokens`, and is cheap to keep cached.
 
         Half the budget is the tail's: it grows to `tokens / 2` and a cut leaves a tenth, so a
@@ -99,8 +115,15 @@ class HistorySettings:
         The defaults keep more of the tail after a cut (a third) and fold to half, and stand
         for about 100,000 tokens. Any other setting, or one of these to override, goes in
         `changes`.
+
+        `model`, the agent's model as pydantic-ai names it (`"anthropic:claude-sonnet-4-5"`),
+        sets `cold` to how long its provider keeps a cached prompt (the `default_cache_retention`
+        of its pydantic-ai profile: 5 minutes for Anthropic, 30 for GPT-5.6 and later), so the
+        tail is cut when a pause has emptied the cache anyway. A model whose profile states no
+        retention leaves `cold` off; a `cold` in `changes` wins.
         """
-        return cls(summarizer=summarizer, **(budgeted(tokens) | changes))
+        cold = {} if model is None else {"cold": cache_retention(model)}
+        return cls(summarizer=summarizer, **(budgeted(tokens) | cold | changes))
 
     def with_changes(self, **changes: Any) -> HistorySettings:
         """A copy with some settings changed, validated again."""
@@ -123,6 +146,26 @@ def budgeted(tokens: int) -> dict[str, Any]:
         "steps": (tokens * 3 // 40, tokens * 3 // 10),
         "kept": min(4, max(1, tokens // 20_000)),
     }
+
+
+def cache_retention(model: str) -> float | None:
+    """Seconds `model`'s provider keeps a cached prompt, from its pydantic-ai profile (None:
+    the profile does not say). ConfigurationError for a model pydantic-ai cannot place."""
+    from pydantic_ai.models import parse_model_id
+    from pydantic_ai.providers import infer_provider_class
+
+    provider, name = parse_model_id(model) if isinstance(model, str) else (None, "")
+    try:
+        if provider is None:
+            raise ValueError("no provider")
+        profile = infer_provider_class(provider).model_profile(name)
+    except (ValueError, ImportError) as exc:
+        raise ConfigurationError(
+            f"cannot read the prompt cache's lifetime of model {model!r} from pydantic-ai ({exc}): "
+            "name it as provider:model, like 'anthropic:claude-sonnet-4-5', or set cold yourself"
+        ) from None
+    retention = None if profile is None else profile.get("default_cache_retention")
+    return None if retention is None else retention.total_seconds()
 
 
 UNRECORDED = ("model_settings",)

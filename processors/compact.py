@@ -37,7 +37,7 @@ async def compact(
     # The cut gap: once kept messages stopped a cut above `low`, wait for another `high - low`.
     threshold = max(high, outline.floor + high - low) if settings.cut_gap else high
     cut = False
-    if outline.tokens > threshold:
+    if outline.tokens > threshold or (outline.tokens > low and _cold(outline, settings.cold)):
         cut = await _cut(outline, nodes, write, read, settings)
         outline.floor = outline.tokens
     if cut:
@@ -48,6 +48,14 @@ async def compact(
         for agent in sorted(outline.steps):
             folded |= await fold(outline.steps[agent], nodes, settings.steps, agent=agent)
     return Change(cut=cut, folded=folded)
+
+
+def _cold(outline: Outline, cold: float | None) -> bool:
+    """The message that just joined came more than `cold` seconds after the one before it in the
+    tail (the cold cut, SPEC version 3): the provider's cache of the prompt is gone anyway."""
+    if cold is None or len(outline.tail) < 2:
+        return False
+    return (outline.tail[-1].at - outline.tail[-2].at).total_seconds() > cold
 
 
 async def _cut(

@@ -1,4 +1,4 @@
-"""An independent reference of the design (SPEC version 2, sections 1-8), for differential tests.
+"""An independent reference of the design (SPEC version 3, sections 1-8), for differential tests.
 
 Written from the design document alone: plain, synchronous, in memory, and as literal to the
 text as possible. `simulate(lines)` returns the trace object of section 8 and the list of error
@@ -102,8 +102,20 @@ Version 2 (the cut gap of section 5 step 2, step trees of section 6a):
     appear in no prompt and not in the trace, so the reference has no use for them.
 36. The command line's `--steps none` (any case of "none") turns step trees off; `MIN,MAX`
     otherwise. `--no-cut-gap` turns the gap off.
-37. A NUL character (U+0000) in any string is valid UTF-8, and the checks of section 5.1 name
-    nothing else about a string's characters: it is taken like any other character.
+
+Version 3 (the cold cut of section 5 step 2, setting `cold`; NUL refused):
+
+37. "Valid UTF-8 without NUL" is checked on every string the message keeps, as in reading 6: a
+    NUL character (U+0000) in any of them refuses the line, naming the field.
+38. "The tail's newest message before `m`" is the entry appended to the tail just before `m`
+    (the tail is in arrival order), whatever its `at`; "more than `cold` seconds after" is
+    `(m.at - that.at).total_seconds() > cold`, so an earlier `at` is never cold. A thread's
+    first message (after an erase too) has nothing before it and is never cold.
+39. The cold condition is `cold` set and `tokens > tail[0]` and `m` cold, tested after `m`
+    joined, beside (or) the ordinary cut condition; either one runs the same loop and sets
+    `floor`, `cut_at` and `gone` as any cut does.
+40. `cold` must be a positive number (an int or a float, not a boolean) or None; the command
+    line's `--cold SECONDS` takes a number.
 """
 
 from __future__ import annotations
@@ -317,6 +329,8 @@ def _utf8(value: str, name: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise Refused(f"{name}: not valid UTF-8")
+    if "\x00" in value:
+        raise Refused(f"{name}: holds NUL")
     return value
 
 
@@ -434,7 +448,16 @@ def _positive(name, v):
 
 class Run:
     def __init__(
-        self, summarizer, line, tail, outline, kept, tries, cut_gap=True, steps=(16_000, 32_000)
+        self,
+        summarizer,
+        line,
+        tail,
+        outline,
+        kept,
+        tries,
+        cut_gap=True,
+        steps=(16_000, 32_000),
+        cold=None,
     ):
         if summarizer not in ("echo", "scripted"):
             raise ValueError(f"unknown summarizer: {summarizer!r}")
@@ -462,6 +485,10 @@ class Run:
             _positive("steps", steps[1])
             if steps[0] >= steps[1]:
                 raise ValueError("steps: the minimum must be under the maximum")
+        if cold is not None:
+            if isinstance(cold, bool) or not isinstance(cold, (int, float)) or not cold > 0:
+                raise ValueError("cold: must be a positive number of seconds or None")
+        self.cold = cold
         self.summarizer = summarizer
         self.line = line
         self.tail = tail
@@ -608,6 +635,10 @@ class Run:
             due = o.tokens > max(self.tail[1], o.floor + self.tail[1] - self.tail[0])
         else:
             due = o.tokens > self.tail[1]
+        if self.cold is not None and o.tokens > self.tail[0] and len(o.tail) > 1:
+            before = o.tail[-2][2]
+            if (m.at - before).total_seconds() > self.cold:
+                due = True
         if due:
             left_ats = []
             while o.tokens > self.tail[0] and len(o.tail) > 1 and not self._kept(o):
@@ -784,8 +815,9 @@ def simulate(
     tries: int = 3,
     cut_gap: bool = True,
     steps: tuple[int, int] | None = (16_000, 32_000),
+    cold: float | None = None,
 ) -> tuple[dict, list[str]]:
-    run = Run(summarizer, line, tuple(tail), tuple(outline), kept, tries, cut_gap, steps)
+    run = Run(summarizer, line, tuple(tail), tuple(outline), kept, tries, cut_gap, steps, cold)
     errors = []
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, str):
@@ -826,6 +858,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--no-cut-gap", dest="cut_gap", action="store_false")
     parser.add_argument("--steps", type=_steps, default=(16_000, 32_000))
+    parser.add_argument("--cold", type=float, default=None)
     parser.add_argument("--json", action="store_true", help="accepted; the output is JSON")
     args = parser.parse_args(argv)
     tail = args.tail
@@ -847,6 +880,7 @@ def main(argv: list[str]) -> int:
         tries=args.tries,
         cut_gap=args.cut_gap,
         steps=args.steps,
+        cold=args.cold,
     )
     for e in errors:
         print(e, file=sys.stderr)

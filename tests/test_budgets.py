@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,40 @@ def test_a_thread_records_the_settings_it_is_first_processed_with(
     }  # fmt: skip
     out = run(capsys, "show", "t", "--db", db)[1]
     assert "built with: " in out and "tail 40,80" in out and "kept 2" in out
+
+
+def paused(tmp_path: Path) -> Path:
+    """The example chat with an hour's pause before its eleventh message."""
+    lines = []
+    for k, raw in enumerate(EXAMPLE.read_text(encoding="utf-8").splitlines()):
+        record = json.loads(raw)
+        if k >= 10:
+            at = datetime.fromisoformat(record["at"]) + timedelta(hours=1)
+            record["at"] = at.isoformat()
+        lines.append(json.dumps(record) + "\n")
+    path = tmp_path / "paused.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_cold_is_recorded_with_a_threads_settings_and_kept_by_each_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat, db, warm = paused(tmp_path), tmp_path / "h.sqlite", tmp_path / "warm.sqlite"
+    options = ("--tail", "100,400", "--db")
+    assert run(capsys, "ingest", chat, "--cold", "1800", *options, db)[0] == 0
+    assert run(capsys, "ingest", chat, *options, warm)[0] == 0
+    assert built(capsys, db)[0]["cold"] == 1800.0
+    assert built(capsys, warm)[0]["cold"] is None
+    assert built(capsys, db)[1] != built(capsys, warm)[1]  # the pause cut the tail
+    code, _, err = run(capsys, "ingest", chat, "--cold", "60", "--db", db)
+    assert code == 2 and "was built with cold 1800.0, not cold 60.0" in err
+    code, out, _ = run(capsys, "rebuild", "t", "--cold", "60", "--db", db)
+    assert code == 0 and "with cold 60.0 (built with cold 1800.0)" in out
+    for command in ("simulate", "demo", "worker"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--cold SECONDS" in capsys.readouterr().out
 
 
 def test_rebuild_defaults_to_the_settings_the_thread_was_built_with(
@@ -226,6 +261,36 @@ def test_a_budgets_settings_are_checked_like_any_others() -> None:
         HistorySettings.for_budget(8_000, summarizer="echo", tail=(5_000, 4_000))
     with pytest.raises(ConfigurationError, match="summarizer"):
         HistorySettings.for_budget(8_000, summarizer="")
+
+
+@pytest.mark.parametrize(
+    ("model", "cold"),
+    [
+        ("anthropic:claude-sonnet-4-5", 300.0),  # Anthropic's 5 minutes
+        ("openai:gpt-5.6", 1_800.0),  # GPT-5.6's 30 minutes
+        ("openai:gpt-4o", None),  # the profile states no retention: cold stays off
+    ],
+)
+def test_a_budget_for_a_model_sets_cold_from_its_pydantic_ai_profile(
+    model: str, cold: float | None
+) -> None:
+    from pydantic_ai.providers import infer_provider_class
+
+    provider, name = model.split(":")
+    profile = infer_provider_class(provider).model_profile(name)
+    assert profile is not None
+    held = profile.get("default_cache_retention")
+    assert (None if held is None else held.total_seconds()) == cold
+    settings = HistorySettings.for_budget(16_000, summarizer="echo", model=model)
+    assert settings.cold == cold
+    assert settings.tail == HistorySettings.for_budget(16_000, summarizer="echo").tail
+    assert HistorySettings.for_budget(16_000, summarizer="echo", model=model, cold=60).cold == 60
+
+
+@pytest.mark.parametrize("model", ["gpt-5.6", "nowhere:model", ""])
+def test_a_budget_for_a_model_pydantic_ai_cannot_place_is_refused(model: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"model {model!r} from pydantic-ai"):
+        HistorySettings.for_budget(16_000, summarizer="echo", model=model)
 
 
 @pytest.mark.anyio

@@ -71,13 +71,16 @@ FILES = [
 ]
 ODD_AT = ["0001-01-01T00:30:00+01:00", "9999-12-31T23:59:59-01:00", "2026-11-01T10:00:00.5+05:30"]
 AGENTS = ["north", "south", "Ana", "Émile"]  # "Émile" sorts after every ASCII name
+PAUSES = [0, 1, 3, 20, 45, 299, 300, 301, 900, 3_600, 86_400 * 3]  # seconds, bursts to days
 
 
 @st.composite
-def jsonl(draw: st.DrawFn, *, empty_step_author: bool = True) -> list[bytes]:
+def jsonl(draw: st.DrawFn, *, empty_step_author: bool = True, paced: bool = False) -> list[bytes]:
     """Random input lines: messages and steps of several agents in a few threads, deletes,
-    redeliveries, conflicts and malformed lines."""
+    redeliveries, conflicts and malformed lines. `paced`: each message comes a burst's
+    seconds or a pause's minutes to days after the one before (PAUSES), so cold cuts happen."""
     lines: list[bytes] = []
+    clock = START
     step_share = draw(st.sampled_from([0, 4, 12, 24]))  # steps in 12 + step_share messages
     agents = draw(st.lists(st.sampled_from(AGENTS), min_size=1, max_size=4, unique=True))
     threads = draw(st.sampled_from([["a"], ["a", "b", "ç"]]))
@@ -90,6 +93,8 @@ def jsonl(draw: st.DrawFn, *, empty_step_author: bool = True) -> list[bytes]:
             )
         )
         thread = draw(st.sampled_from(threads))
+        if paced:  # at most 5,000 s back from the clock, so the odd `at` comes out of order
+            clock += timedelta(seconds=draw(st.sampled_from(PAUSES)) + 5000)
         if kind == "again" and lines:  # an earlier line exactly, a true redelivery
             lines.append(draw(st.sampled_from(lines)))
             continue
@@ -117,7 +122,7 @@ def jsonl(draw: st.DrawFn, *, empty_step_author: bool = True) -> list[bytes]:
             "author": author,
             "to": draw(st.sampled_from(["north", "", None])),
             "text": text + ("!" if kind == "conflict" else ""),
-            "at": (START + timedelta(seconds=draw(st.integers(0, 5000))))
+            "at": (clock + timedelta(seconds=draw(st.integers(0, 5000))))
             .astimezone(
                 draw(st.sampled_from([START.tzinfo, None]))  # None: the local offset
             )
@@ -150,6 +155,9 @@ V2_BUDGETS = {
     "cut_gap": st.booleans(),
     "steps": st.sampled_from([None, (10, 30), (60, 120), (200, 400), (16_000, 32_000)]),
 }
+
+
+V3_BUDGETS = {**V2_BUDGETS, "cold": st.sampled_from([None, 1, 300, 300.5, 5_299, 3_600 * 24])}
 
 
 VERSION_2 = {"cut_gap", "steps"} <= set(inspect.signature(HistorySettings).parameters)
@@ -216,6 +224,22 @@ def test_the_plugin_prints_the_same_trace_as_the_reference_in_version_2(
     """SPEC version 2: the cut gap on and off, step trees on (small bounds too) and off."""
     trace, reported = ours(lines, budget)
     expected, errors = reference.simulate(lines, **budget)
+    events(expected, reported)
+    assert trace == expected
+    assert reported == [int(e.split(":")[0].split()[-1]) for e in errors]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jsonl(paced=True), st.fixed_dictionaries(V3_BUDGETS))
+def test_the_plugin_prints_the_same_trace_as_the_reference_in_version_3(
+    lines: list[bytes], budget: dict[str, Any]
+) -> None:
+    """SPEC version 3: the cold cut on chats with bursts and pauses, `cold` on and off."""
+    trace, reported = ours(lines, budget)
+    expected, errors = reference.simulate(lines, **budget)
+    if budget["cold"] is not None:
+        warm, _ = reference.simulate(lines, **{**budget, "cold": None})
+        event("cold cut" if warm != expected else "cold, no cold cut")
     events(expected, reported)
     assert trace == expected
     assert reported == [int(e.split(":")[0].split()[-1]) for e in errors]
@@ -364,20 +388,56 @@ def test_the_reference_keeps_every_step_outline_consistent(
             assert outline["bytes"] <= bounds[1] or outline["draining"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SPEC 5.1 checks for valid UTF-8 only, and U+0000 is valid UTF-8; the package refuses "
-    'a NUL in any string (`{"id": "x", "thread": "t", "author": "Ana", "text": "a\\u0000b", '
-    '"at": "2026-11-01T09:00:00+00:00"}`: reported as line 1, "text holds a NUL character"), '
-    "since PostgreSQL's text cannot hold it; the SPEC does not say so",
-)
-def test_a_nul_character_is_taken_like_any_other() -> None:
-    line = {"id": "x", "thread": "t", "author": "Ana", "text": "a\0b", "at": START.isoformat()}
-    lines = [json.dumps(line).encode()]
-    trace, reported = ours(lines, {"summarizer": "echo", **V1_SETTINGS})
-    expected, errors = reference.simulate(lines, cut_gap=False, steps=None)
-    assert errors == []
-    assert (without_steps(trace), reported) == (without_steps(expected), [])
+def test_a_nul_character_is_refused_in_any_string() -> None:
+    """SPEC version 3 refuses NUL like invalid UTF-8: a store must move to PostgreSQL."""
+    line = {"id": "x", "thread": "t", "author": "Ana", "text": "ok", "at": START.isoformat()}
+    lines = [
+        json.dumps(bad).encode()
+        for bad in (
+            {**line, "text": "a\0b"},
+            {**line, "id": "x\0"},
+            {**line, "author": "\0"},
+            {**line, "to": "north\0"},
+            {**line, "files": [{"name": "a\0.txt", "mime": "text/plain"}]},
+        )
+    ] + [json.dumps(line).encode()]
+    trace, reported = ours(lines, {"summarizer": "echo"})
+    expected, errors = reference.simulate(lines)
+    assert reported == [int(e.split(":")[0]) for e in errors] == [1, 2, 3, 4, 5]
+    assert trace == expected
+    assert [s["message"] for s in trace["summaries"]] == [] and len(trace["outlines"]) == 1
+
+
+def _paced(pauses: list[int], text: str = "point " * 40) -> list[bytes]:
+    """Ana's messages to north, each `pauses[k]` seconds after the one before."""
+    at, lines = START, []
+    for k, pause in enumerate(pauses):
+        at += timedelta(seconds=pause)
+        record = {"id": f"m{k}", "thread": "t", "author": "Ana", "to": "north", "text": text}
+        lines.append(json.dumps({**record, "at": at.isoformat()}).encode())
+    return lines
+
+
+@pytest.mark.parametrize("cold", [None, 300])
+def test_a_pause_past_cold_cuts_a_tail_over_its_minimum(cold: int | None) -> None:
+    """Six messages of 49 tokens in a burst, then one after ten minutes: with `cold` 300 it cuts
+    the tail (343 tokens, under `tail[1]` 400) down to `tail[0]` 100; without, nothing leaves."""
+    lines = _paced([0, 1, 1, 1, 1, 1, 600])
+    budget = {"summarizer": "echo", "tail": (100, 400), "kept": 1, "cold": cold}
+    trace, _ = ours(lines, budget)
+    expected, _ = reference.simulate(lines, **budget)
+    assert trace == expected
+    (outline,) = trace["outlines"]
+    assert outline["boundary"] == (0 if cold is None else 5)
+    assert [t[0] for t in outline["tail"]] == [f"m{k}" for k in range(0 if cold is None else 5, 7)]
+    assert all(t[1] == 49 for t in outline["tail"])
+
+
+def test_no_pause_past_cold_leaves_the_trace_as_without_cold() -> None:
+    lines = _paced([0, *[299] * 30])
+    budget = {"summarizer": "scripted", "tail": (100, 400), "kept": 1}
+    assert ours(lines, {**budget, "cold": 300})[0] == ours(lines, budget)[0]
+    assert ours(lines, {**budget, "cold": 298})[0] != ours(lines, budget)[0]
 
 
 def _launch_with_steps() -> list[bytes]:
@@ -403,6 +463,7 @@ def _launch_with_steps() -> list[bytes]:
         ["--no-cut-gap", "--steps", "none"],
         ["--steps", "60,120", "--summarizer", "scripted", "--line", "96"],
         ["--steps", "200,400", "--tail", "100,300", "--outline", "100,200"],
+        ["--cold", "1", "--tail", "100,300"],
     ],
 )
 def test_the_command_lines_print_the_same_trace(tmp_path: Path, options: list[str]) -> None:

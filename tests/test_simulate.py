@@ -98,6 +98,12 @@ def test_a_setting_given_as_none_is_given_not_left_out() -> None:
         ({"tail": (0, 10)}, r"tail\[0\]"),
         ({"line": True}, "line"),
         ({"outline": (1, 2, 3)}, "outline"),
+        ({"cold": 0}, "cold must be a positive number of seconds"),
+        ({"cold": -5.0}, "cold"),
+        ({"cold": True}, "cold"),
+        ({"cold": "300"}, "cold"),
+        ({"cold": float("nan")}, "cold"),
+        ({"cold": float("inf")}, "cold"),
     ],
 )
 def test_settings_that_cannot_work_are_refused(changes: dict[str, object], match: str) -> None:
@@ -112,6 +118,16 @@ def test_a_bad_tail_flag_is_a_usage_error(
         main(["simulate", str(tmp_path / "x.jsonl"), "--tail", "40"])
     assert exited.value.code == 2
     assert "--tail must be two whole numbers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "soon", "nan"])
+def test_a_bad_cold_flag_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", str(tmp_path / "x.jsonl"), "--cold", text])
+    assert exited.value.code == 2
+    assert f"--cold: must be a number of seconds above 0, got {text!r}" in capsys.readouterr().err
 
 
 def test_an_unreadable_file_is_a_clear_error(

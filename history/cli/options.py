@@ -70,6 +70,17 @@ def positive(text: str) -> int:
     return int(text)
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0 (`300`, `1.5`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return value
+
+
 def pair(name: str) -> Callable[[str], tuple[int, int]]:
     """An argparse type: `MIN,MAX`."""
 
@@ -119,11 +130,18 @@ def budgets(parser: argparse.ArgumentParser) -> None:
         "the tail without a line (SPEC version 1)",
     )
     parser.add_argument(
+        "--cold",
+        type=seconds,
+        metavar="SECONDS",
+        help="cut the tail, once over its minimum, when a message comes more than SECONDS after "
+        "the one before it: the provider's prompt cache is gone then (SPEC version 3; off)",
+    )
+    parser.add_argument(
         "--summarizer", help="echo (default), scripted, or a pydantic-ai model name"
     )
 
 
-_BUDGETS = ("line", "tail", "outline", "kept", "cut_gap", "steps", "summarizer")
+_BUDGETS = ("line", "tail", "outline", "kept", "cut_gap", "cold", "steps", "summarizer")
 """The settings the budget options name (their `dest`s)."""
 
 
