@@ -128,7 +128,7 @@ FLOORS = (
                 "history._carry_lines", "history.metering", "history.worker")),
     ("agent", ("history.agent",)),
     ("ingest", ("history.ingest",)),
-    ("command", ("history.cli", "history.trace")),
+    ("command", ("history.cli", "history.trace", "history.viewer")),
 )  # fmt: skip
 """The floors, lowest first. Reading files sits above the agent's package for its tool steps'
 form (`history.agent.steps`); the trace is `simulate`'s engine: it reads a file and runs the

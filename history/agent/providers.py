@@ -196,22 +196,42 @@ def measure(
         encoding: the tiktoken encoding to count with.
     """
     kind, _ = split(model)
-    content = list(_content(kind, body))
+    content = pieces(model, body, encoding=encoding)
     if kind == "anthropic":
-        upto = max((k + 1 for k, (_, marked) in enumerate(content) if marked), default=0)
+        upto = max((k + 1 for k, p in enumerate(content) if p.marked), default=0)
     else:
-        ends = [k + 1 for k, (text, _) in enumerate(content) if outline_end and outline_end in text]
+        ends = [k + 1 for k, p in enumerate(content) if outline_end and outline_end in p.text]
         upto = max(ends, default=0)
-    counts = [tokens(text, encoding) for text, _ in content]  # by piece: prefixes add up
+    counts = [p.tokens for p in content]  # by piece: prefixes add up
     return Measured(
         model=model,
         tokens=sum(counts),
         bytes=len(json.dumps(body, ensure_ascii=False).encode()),
-        marks=sum(marked for _, marked in content),
+        marks=sum(p.marked for p in content),
         max_marks=MAX_MARKS[kind],
         cached=sum(counts[:upto]),
         minimum=minimum_cacheable(model),
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Piece:
+    """A piece of a request, as the provider's cache reads it."""
+
+    text: str
+    """What the model reads of it."""
+    tokens: int
+    marked: bool
+    """Whether it carries a cache mark: the prefix up to it is cached (Anthropic)."""
+
+
+def pieces(model: str, body: dict[str, Any], *, encoding: str = "cl100k_base") -> list[Piece]:
+    """A recorded body of `model`'s provider as its pieces in cache order, each with its tokens:
+    what `measure` adds up."""
+    return [
+        Piece(text=text, tokens=tokens(text, encoding), marked=marked)
+        for text, marked in _content(split(model)[0], body)
+    ]
 
 
 def _content(kind: Kind, body: dict[str, Any]) -> Iterator[tuple[str, bool]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import HistoryError
-from . import carry, demo, erase, ingest, prompt, rebuild, simulate, stats, threads, worker
+from . import carry, demo, erase, ingest, prompt, rebuild, serve, simulate, stats, threads, worker
 from .options import Commands, Parser
 from .stores import store_of
 
@@ -34,6 +34,7 @@ REGISTER: tuple[Callable[[Commands], None], ...] = (
     carry.register,
     stats.register,
     worker.register,
+    serve.register,
 )
 """Every command module, once: each adds its subcommands to the parser."""
 
