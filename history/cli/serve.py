@@ -22,9 +22,7 @@ INSTALL = "pip install 'chat-outline[serve]'"
 
 
 def register(commands: Commands) -> None:
-    serve = command(
-        commands, "serve", _serve, help="a read-only web viewer of the store's threads"
-    )
+    serve = command(commands, "serve", _serve, help="a read-only web viewer of the store's threads")
     db_option(serve)
     serve.add_argument(
         "--host", default=HOST, help=f"the address to listen on ({HOST}: this machine only)"

@@ -47,6 +47,7 @@ Handler = Callable[[Request, History], Awaitable[Response]]
 
 def create_app(db: str) -> ASGIApp:
     """The viewer over the store at `db`, opened read only while the app runs."""
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         from ..store import open_store

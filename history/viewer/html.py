@@ -21,5 +21,3 @@ def render(request: Request, name: str, *, code: int = 200, **context: Any) -> H
     store = request.app.state.history.store.url
     template = TEMPLATES.get_template(name)
     return HTMLResponse(template.render(store=store, **context), status_code=code)
-
-

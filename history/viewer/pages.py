@@ -42,9 +42,11 @@ def place(boxes: tuple[reading.Box, ...], span: int, *, top: int | None) -> list
     width = 100 / max(span, 1)
     return [
         Placed(
-            box=b, x=b.first * width, width=b.count * width,
+            box=b,
+            x=b.first * width,
+            width=b.count * width,
             y=0 if top is None else GAP + (top - b.node.level + 1) * ROW,
-        )  # fmt: skip
+        )
         for b in boxes
     ]
 
