@@ -107,9 +107,9 @@ def test_a_pages_links_lead_somewhere(page: Path) -> None:
 
 
 def test_the_readmes_agents_answer(outcomes: dict[tuple[str, int], dict[str, str]]) -> None:
-    """The agent example is answered by its model, and the web backend's request by its own."""
+    """TestModel answers the agent example with what its tools said; the backend says `Noted.`"""
     printed = [outcome["printed"] for (page, _), outcome in outcomes.items() if page == "README.md"]
-    assert "I was sent 1 message(s).\n" in printed
+    assert any("nothing in this conversation matches" in text for text in printed)
     assert "Noted.\n" in printed
 
 
