@@ -18,10 +18,12 @@ import anyio
 from ..contract import format_at
 from .options import Commands, command, db_option, json_option, positive
 from .output import print_json, say
-from .stores import must_exist
+from .stores import must_exist, opened
 
 if TYPE_CHECKING:
     from ..plugin import History
+    from ..settings import HistorySettings
+    from ..store import Store
 
 
 def register(commands: Commands) -> None:
@@ -83,20 +85,38 @@ def _run(read: Read) -> Callable[[argparse.Namespace], int]:
 
 
 async def _read(read: Read, args: argparse.Namespace) -> None:
-    """Open the store read only, in a History that processes nothing, and resolve the thread."""
+    """Resolve the thread, then read it in a History that processes nothing, with the settings
+    the thread was built with (its outline's bounds close its blocks, its tokenizer counts), on
+    a store opened read only."""
     from ..plugin import History
-    from ..settings import HistorySettings
     from ..store import open_store
     from .report import resolve
 
     must_exist(args.db)
+    async with opened(args.db, read_only=True) as store:
+        thread = await resolve(store, args.thread)
+        settings = await built_settings(store, thread)
     store = open_store(args.db, create=False, read_only=True)
-    async with History(HistorySettings(summarizer="echo"), store=store, process=False) as history:
-        await read(history, await resolve(history.store, args.thread), args)
+    async with History(settings, store=store, process=False) as history:
+        await read(history, thread, args)
+
+
+async def built_settings(store: Store, thread: str) -> HistorySettings:
+    """The settings `thread` was built with, but for its summarizer: the offline one stands in,
+    never asked (a read names no key). The defaults for a thread with none recorded."""
+    from ..settings import HistorySettings, built_with
+
+    offline = HistorySettings(summarizer="echo")
+    record = next((a.settings for a in await store.about(thread) if a.settings), None)
+    return (
+        offline if record is None else built_with(record, offline).with_changes(summarizer="echo")
+    )
 
 
 async def _prompt(history: History, thread: str, args: argparse.Namespace) -> None:
     agent = (args.agent or None) if args.agent is not None else await only_agent(history, thread)
+    if args.agent is None and agent is not None:
+        say(f"{agent}'s view: the thread's agent (--agent names another, --agent '' nobody)")
     await print_prompt(history, thread, agent=agent, as_json=args.json, model=args.model)
 
 
@@ -133,16 +153,19 @@ async def _search(history: History, thread: str, args: argparse.Namespace) -> No
 
 
 async def only_agent(history: History, thread: str) -> str | None:
-    """The agent whose view `prompt` shows when none is named: the one author of the messages
-    sent whole that makes tool steps or is called `assistant`; None when there are none or
-    several (those are named on stderr)."""
+    """The agent whose view `prompt` shows when none is named: the one author that makes tool
+    steps (in the tail, or with a step outline of its own) or, among the messages sent whole,
+    is called `assistant`; None when there are none or several (those are named on stderr)."""
     from ..ingest import ASSISTANT
     from .report import sent_whole
 
     outline = await history.outline(thread)
-    whole = await sent_whole(history.store, outline) if outline is not None else ()
+    if outline is None:
+        return None
+    whole = await sent_whole(history.store, outline)
     agents = sorted(
         {s.message.author for s in whole if s.message.step or s.message.author == ASSISTANT}
+        | set(outline.steps)
     )
     if len(agents) > 1:
         say(f"thread {thread!r} has agents {', '.join(agents)}: showing nobody's view "
