@@ -8,6 +8,7 @@ asked.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -18,12 +19,10 @@ import anyio
 from ..contract import format_at
 from .options import Commands, command, db_option, json_option, positive
 from .output import print_json, say
-from .stores import must_exist, opened
+from .stores import must_exist
 
 if TYPE_CHECKING:
     from ..plugin import History
-    from ..settings import HistorySettings
-    from ..store import Store
 
 
 def register(commands: Commands) -> None:
@@ -85,32 +84,33 @@ def _run(read: Read) -> Callable[[argparse.Namespace], int]:
 
 
 async def _read(read: Read, args: argparse.Namespace) -> None:
-    """Resolve the thread, then read it in a History that processes nothing, with the settings
-    the thread was built with (its outline's bounds close its blocks, its tokenizer counts), on
-    a store opened read only."""
+    """Open the store read only, in a History that processes nothing, resolve the thread, and
+    read it with the settings it was built with."""
     from ..plugin import History
+    from ..settings import HistorySettings
     from ..store import open_store
     from .report import resolve
 
     must_exist(args.db)
-    async with opened(args.db, read_only=True) as store:
-        thread = await resolve(store, args.thread)
-        settings = await built_settings(store, thread)
     store = open_store(args.db, create=False, read_only=True)
-    async with History(settings, store=store, process=False) as history:
-        await read(history, thread, args)
+    async with History(HistorySettings(summarizer="echo"), store=store, process=False) as history:
+        thread = await resolve(history.store, args.thread)
+        await read(await as_built(history, thread), thread, args)
 
 
-async def built_settings(store: Store, thread: str) -> HistorySettings:
-    """The settings `thread` was built with, but for its summarizer: the offline one stands in,
-    never asked (a read names no key). The defaults for a thread with none recorded."""
-    from ..settings import HistorySettings, built_with
+async def as_built(history: History, thread: str) -> History:
+    """`history`, which processes nothing, reading `thread` with the settings it was built with
+    (its outline's bounds close its blocks, its tokenizer counts) but for its summarizer: the
+    offline one stands in, never asked, so a read names no key. A copy sharing the open store;
+    the defaults for a thread with no settings recorded."""
+    from ..settings import built_with
 
-    offline = HistorySettings(summarizer="echo")
-    record = next((a.settings for a in await store.about(thread) if a.settings), None)
-    return (
-        offline if record is None else built_with(record, offline).with_changes(summarizer="echo")
-    )
+    record = next((a.settings for a in await history.store.about(thread) if a.settings), None)
+    if record is None:
+        return history
+    reader = copy.copy(history)
+    reader.settings = built_with(record, history.settings).with_changes(summarizer="echo")
+    return reader
 
 
 async def _prompt(history: History, thread: str, args: argparse.Namespace) -> None:

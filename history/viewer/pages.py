@@ -108,10 +108,11 @@ async def prompt(request: Request, history: History) -> Response:
     """What an agent is sent: the view as `prompt --model` renders it for a provider."""
     from ..agent.providers import pieces
     from ..agent.rendering import render_view
-    from ..cli.prompt import only_agent
+    from ..cli.prompt import as_built, only_agent
     from ..cli.report import resolve
 
     name = await resolve(history.store, request.path_params["thread"])
+    history = await as_built(history, name)
     model = request.query_params.get("model", MODELS[0]).strip()
     given = request.query_params.get("agent")
     agent = (given or None) if given is not None else await only_agent(history, name)
