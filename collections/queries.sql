@@ -340,3 +340,20 @@ FROM json_each(:keys) AS k CROSS JOIN search AS s
 ON s.thread = :thread AND s.agent = json_extract(k.value, '$[0]')
    AND s.line = json_extract(k.value, '$[1]')
    AND s.level = json_extract(k.value, '$[2]') AND s.idx = json_extract(k.value, '$[3]');
+
+-- name: insert_move
+INSERT INTO move (thread, seq, cut, folded, from_boundary, boundary, lines, bytes, tail_start,
+                  tokens)
+VALUES (:thread, :seq, :cut, :folded, :from_boundary, :boundary, :lines, :bytes, :tail_start,
+        :tokens)
+ON CONFLICT (thread, seq) DO NOTHING;
+
+-- name: moves
+SELECT seq, cut, folded, from_boundary, boundary, lines, bytes, tail_start, tokens
+FROM move WHERE thread = :thread ORDER BY seq;
+
+-- name: erase_moves
+DELETE FROM move WHERE thread = :thread;
+
+-- name: weights
+SELECT seq, weight FROM message WHERE thread = :thread AND seq <= :last ORDER BY seq;

@@ -46,7 +46,7 @@ def routes(thread: str) -> list[str]:
     return ["/", "/?match=laun", f"/threads/{t}", f"/threads/{t}?q=price",
             f"/threads/{t}?open=0%2B2", f"/threads/{t}/open/0+2", f"/threads/{t}/open/1+1",
             f"/threads/{t}/prompt", f"/threads/{t}/prompt?model=openai:gpt-5.6",
-            f"/threads/{t}/open/s0+1?agent=north", "/static/viewer.js",
+            f"/threads/{t}/open/s0+1?agent=north", f"/threads/{t}/time", "/static/viewer.js",
             "/static/viewer.css"]  # fmt: skip
 
 
@@ -179,6 +179,30 @@ def test_the_prompt_page_agrees_with_prompt_json(client: TestClient, demo: Path)
     plain = cli_json("prompt", THREAD, "--db", demo)
     page = Page(client.get(f"/threads/{THREAD}/prompt?model=").text)
     assert page.one("pre", id="view").text == plain["text"]
+
+
+def test_the_time_page_draws_every_move_the_store_recorded(client: TestClient, demo: Path) -> None:
+    import anyio
+
+    from history.store import open_store
+
+    async def moves() -> list[int]:
+        store = open_store(demo, create=False, read_only=True)
+        await store.open()
+        try:
+            return [m.seq for m in await store.moves(THREAD)]
+        finally:
+            await store.close()
+
+    recorded = anyio.run(moves)
+    page = Page(client.get(f"/threads/{THREAD}/time").text)
+    assert [int(r.attrs["data-seq"]) for r in page.find("tr")[1:]] == recorded
+    assert len(page.find("line", "cut")) + len(page.find("line", "fold")) >= len(recorded)
+    chart = page.one("svg", id="chart")
+    assert chart.attrs["data-first"] == "0"
+    assert chart.attrs["data-last"] == str(
+        cli_json("show", THREAD, "--db", demo)["tail"][-1]["seq"]
+    )
 
 
 def test_tops_and_chains_draw_a_bounded_part_of_a_long_tree() -> None:

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
 from ..errors import ConfigurationError
+from .moves import Move
 from .records import Loaded, ThreadRecords
 
 
@@ -114,6 +115,14 @@ class Store(Protocol):
 
     async def calls(self, thread: str | None = None) -> list[Ask]:
         """Recorded summarizer calls, in the order they were made."""
+        ...
+
+    async def moves(self, thread: str) -> list[Move]:
+        """Every commit that changed the thread's lines (a cut, a fold), oldest first."""
+        ...
+
+    async def weights(self, thread: str, last: int) -> list[tuple[int, int]]:
+        """Each stored message's `(seq, weight)` up to seq `last`, in seq order."""
         ...
 
     async def nodes(

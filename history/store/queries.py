@@ -238,6 +238,8 @@ PLANNED: dict[str, Planned] = {
         thread="t",
         agent="",
     ),
+    "moves": _planned("moves", ("thread",), thread="t"),
+    "weights": _planned("weights", ("thread", "seq"), thread="t", last=10),
     "search corpora": _planned("search_corpora", ("thread", "agent"), thread="t", agent=""),
     "search details": _planned(
         "search_details",

@@ -27,6 +27,7 @@ from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
 from ..errors import StoreError
 from . import ranking, records, rows
 from .adapter import Body, Database, Transaction
+from .moves import Move, move_from_row, move_row
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
 from .searching import SearchReads
@@ -34,7 +35,10 @@ from .writes import apply, foreign, index_lines, index_thread, post, thread_reco
 
 log = logging.getLogger(__name__)
 
-_ERASED = ("erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search")
+_ERASED = (
+    "erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search",
+    "erase_moves",
+)  # fmt: skip
 """What an erase deletes and counts, the outline first (see `queries.sql`)."""
 
 
@@ -226,6 +230,8 @@ class SQLStore:
         async def write(tx: Transaction) -> None:
             if await tx.execute("update_outline", **update) != 1:
                 raise _Stale
+            if lines_changed:
+                await tx.execute("insert_move", **move_row(before, after))
             await tx.executemany("insert_search", searched)
             await tx.executemany("insert_summary", [rows.summary_row(n) for n in written])
             await index_lines(tx, before.thread, written, language)
@@ -279,6 +285,14 @@ class SQLStore:
             lambda tx: tx.fetch("all_calls") if thread is None else tx.fetch("calls", thread=thread)
         )
         return [rows.ask_from_row(r) for r in found]
+
+    async def moves(self, thread: str) -> list[Move]:
+        found = await self._sql.run(lambda tx: tx.fetch("moves", thread=thread))
+        return [move_from_row(r) for r in found]
+
+    async def weights(self, thread: str, last: int) -> list[tuple[int, int]]:
+        found = await self._sql.run(lambda tx: tx.fetch("weights", thread=thread, last=last))
+        return [(r["seq"], r["weight"]) for r in found]
 
     async def nodes(
         self, thread: str, keys: Sequence[tuple[int, int]], *, agent: str = ""

@@ -140,6 +140,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
         await tx.execute("describe", thread=plan.thread, title=about.title, settings=about.settings)
     if plan.clear:
         await tx.execute("erase_summaries", thread=plan.thread)
+        await tx.execute("erase_moves", thread=plan.thread)  # drawn from the old lines
         await tx.execute("clear_lines", thread=plan.thread)
     await tx.executemany(
         "insert_loaded_message",

@@ -74,6 +74,7 @@ def create_app(db: str) -> ASGIApp:
             route("/", pages.threads, "threads"),
             route("/threads/{thread:path}/open/{label}", pages.open_node, "open"),
             route("/threads/{thread:path}/prompt", pages.prompt, "prompt"),
+            route("/threads/{thread:path}/time", pages.over_time, "time"),
             route("/threads/{thread:path}", pages.thread, "thread"),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],

@@ -127,3 +127,16 @@ async def prompt(request: Request, history: History) -> Response:
         request, "prompt.html", thread=name, model=model, models=MODELS, agent=agent or "",
         result=result, parts=parts, href=href,
     )  # fmt: skip
+
+
+async def over_time(request: Request, history: History) -> Response:
+    """The thread's tail and outline at each message, with its cuts and folds."""
+    from ..cli.report import resolve
+    from .timeline import HEIGHT, WIDTH, chart, timeline
+
+    name = await resolve(history.store, request.path_params["thread"])
+    line = await timeline(history.store, name)
+    return render(
+        request, "time.html", thread=name, line=line, chart=chart(line), width=WIDTH,
+        height=HEIGHT, href=href,
+    )  # fmt: skip
