@@ -1,0 +1,179 @@
+"""The viewer's benchmark: on one long thread, the server time of the thread page and of each
+level opened under it, side by side with `show --json` on the same store.
+
+The store is built as the scale run builds its one-thread store (`scale.ingest`, the synthetic
+corpus, the defaults with the offline summarizer). Each page is asked through Starlette's
+TestClient, in this process, so its time is the app's: reading the store and rendering, with
+no network. The levels are opened as a click opens them, from the top node over the first
+message down to that message (`/threads/T/open/LABEL`), then the page with that message open.
+
+`python -m benchmarks.viewer --messages 100000` runs it (a few minutes to build the store);
+`--store FILE` reuses one built before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import anyio
+
+from history.cli import main as cli
+
+GOAL_MS = 300.0
+"""The issue's bound on the server time of the thread page and of each level opened."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ViewerRun:
+    """Milliseconds of server time, each the median of `repeats`."""
+
+    messages: int
+    depth: int
+    page: float
+    """The thread page (the tree's tops, the outline, the tail)."""
+    levels: tuple[float, ...]
+    """Each level opened, from the top node down to a message."""
+    opened: float
+    """The thread page with a message open (its chain drawn)."""
+    time_page: float
+    """The over-time chart (reads every message's weight: not under the goal)."""
+    show_json: float
+    """`chat-outline show THREAD --json` on the same store, in this process."""
+
+    @property
+    def slowest(self) -> float:
+        return max(self.page, self.opened, *self.levels)
+
+    @property
+    def met(self) -> bool:
+        return self.slowest <= GOAL_MS
+
+
+def _median_ms(call: Callable[[], object], repeats: int) -> float:
+    spent = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        call()
+        spent.append((time.perf_counter() - began) * 1000)
+    return statistics.median(spent)
+
+
+def measure(db: Path, thread: str, *, repeats: int = 5) -> ViewerRun:
+    """Time the viewer's pages and `show --json` on the store at `db`."""
+    from starlette.testclient import TestClient
+
+    from history.viewer import create_app
+
+    def get(client: TestClient, address: str) -> None:
+        answer = client.get(address)
+        assert answer.status_code == 200, (address, answer.text[:500])
+
+    def show() -> None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert cli(["show", thread, "--db", str(db), "--json"]) == 0
+
+    with TestClient(create_app(str(db))) as client:
+        base = f"/threads/{thread}"
+        page = _median_ms(lambda: get(client, base), repeats)
+        outline = anyio.run(_outline, db, thread)
+        depth = outline.bit_length()
+        levels = tuple(
+            _median_ms(lambda label=f"0+{2**level}": get(client, f"{base}/open/{label}"), repeats)
+            for level in range(depth - 1, -1, -1)
+        )
+        opened = _median_ms(lambda: get(client, f"{base}?open=0%2B1"), repeats)
+        time_page = _median_ms(lambda: get(client, f"{base}/time"), max(1, repeats // 2))
+    listed = json.loads(_captured(["threads", "--db", str(db), "--json"]))["threads"]
+    count = next(t["messages"] for t in listed if t["thread"] == thread)
+    return ViewerRun(
+        messages=count, depth=depth, page=page, levels=levels, opened=opened,
+        time_page=time_page, show_json=_median_ms(show, max(1, repeats // 2)),
+    )  # fmt: skip
+
+
+async def _outline(db: Path, thread: str) -> int:
+    """The thread's boundary: how many messages its tree stands for."""
+    from history.store import open_store
+
+    store = open_store(db, create=False, read_only=True)
+    await store.open()
+    try:
+        found = await store.outline(thread)
+        assert found is not None, f"no thread {thread!r} in {db}"
+        return found.boundary
+    finally:
+        await store.close()
+
+
+def _captured(argv: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli(argv) == 0
+    return out.getvalue()
+
+
+async def build(messages: int, db: Path, *, slice: int = 10_000) -> str:
+    """The scale run's one-thread store of `messages` synthetic messages; its thread's id."""
+    from .corpora import synthetic_corpus
+    from .scale import ingest
+
+    corpus = synthetic_corpus(messages).conversations[0].messages[:messages]
+    await ingest(corpus, db, threads=1, slice=slice)
+    return corpus[0].thread
+
+
+def table(run: ViewerRun) -> str:
+    """The run as a Markdown table: each page's server time beside `show --json`'s."""
+    rows = [
+        ("the thread page", run.page),
+        *((f"open level {run.depth - 1 - k}", ms) for k, ms in enumerate(run.levels)),
+        ("the page with a message open", run.opened),
+        ("over time (every message's weight)", run.time_page),
+        ("`show --json` (the whole tree)", run.show_json),
+    ]
+    lines = [
+        f"{run.messages:,} messages, a tree of {run.depth} levels; the goal: {GOAL_MS:.0f} ms "
+        f"for the page and each level ({'met' if run.met else 'missed'}: slowest "
+        f"{run.slowest:.1f} ms)",
+        "",
+        "| what | ms (median) | x show --json |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {what} | {ms:.1f} | {ms / run.show_json:.3f} |" for what, ms in rows]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    top = argparse.ArgumentParser(prog="python -m benchmarks.viewer", description=__doc__)
+    top.add_argument("--messages", type=int, default=100_000)
+    top.add_argument("--store", type=Path, help="a store built before (its one thread is timed)")
+    top.add_argument("--thread", help="the thread to time in --store (its only one)")
+    top.add_argument("--repeats", type=int, default=5)
+    top.add_argument("--out", type=Path, help="also write the figures here, as JSON")
+    args = top.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-viewer-") as scratch:
+        db = args.store or Path(scratch) / "viewer.sqlite"
+        thread = args.thread
+        if args.store is None:
+            thread = anyio.run(lambda: build(args.messages, db))
+        elif thread is None:
+            [thread] = [t["thread"] for t in json.loads(
+                _captured(["threads", "--db", str(db), "--json"]))["threads"]]  # fmt: skip
+        run = measure(db, thread, repeats=args.repeats)
+    print(table(run))
+    if args.out:
+        args.out.write_text(json.dumps(asdict(run)), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
