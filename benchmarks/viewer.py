@@ -102,16 +102,12 @@ def measure(db: Path, thread: str, *, repeats: int = 5) -> ViewerRun:
 
 async def _outline(db: Path, thread: str) -> int:
     """The thread's boundary: how many messages its tree stands for."""
-    from history.store import open_store
+    from history.cli.stores import opened
 
-    store = open_store(db, create=False, read_only=True)
-    await store.open()
-    try:
+    async with opened(str(db), read_only=True) as store:
         found = await store.outline(thread)
-        assert found is not None, f"no thread {thread!r} in {db}"
-        return found.boundary
-    finally:
-        await store.close()
+    assert found is not None, f"no thread {thread!r} in {db}"
+    return found.boundary
 
 
 def _captured(argv: list[str]) -> str:

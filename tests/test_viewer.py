@@ -184,15 +184,11 @@ def test_the_prompt_page_agrees_with_prompt_json(client: TestClient, demo: Path)
 def test_the_time_page_draws_every_move_the_store_recorded(client: TestClient, demo: Path) -> None:
     import anyio
 
-    from history.store import open_store
+    from history.cli.stores import opened
 
     async def moves() -> list[int]:
-        store = open_store(demo, create=False, read_only=True)
-        await store.open()
-        try:
+        async with opened(str(demo), read_only=True) as store:
             return [m.seq for m in await store.moves(THREAD)]
-        finally:
-            await store.close()
 
     recorded = anyio.run(moves)
     page = Page(client.get(f"/threads/{THREAD}/time").text)

@@ -15,7 +15,6 @@ from ..agent.lookup import Zoom, zoom
 from ..cli.report import Figures
 from ..contract import Hit, Outline, Stored, Summary
 from ..errors import NotFoundError
-from ..lines import label
 from ..plugin import History
 from ..store import Store
 
@@ -183,7 +182,3 @@ def keys_of(names: Iterable[str]) -> list[Key]:
             if c and not c & (c - 1) and not n % c:
                 keys.append((c.bit_length() - 1, n // c))
     return keys
-
-
-def label_of(key: Key) -> str:
-    return label(*key)
