@@ -73,9 +73,12 @@ def measure(db: Path, thread: str, *, repeats: int = 5) -> ViewerRun:
 
     from history.viewer import create_app
 
-    def get(client: TestClient, address: str) -> None:
-        answer = client.get(address)
-        assert answer.status_code == 200, (address, answer.text[:500])
+    def get(client: TestClient, address: str) -> Callable[[], None]:
+        def ask() -> None:
+            answer = client.get(address)
+            assert answer.status_code == 200, (address, answer.text[:500])
+
+        return ask
 
     def show() -> None:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -83,15 +86,15 @@ def measure(db: Path, thread: str, *, repeats: int = 5) -> ViewerRun:
 
     with TestClient(create_app(str(db))) as client:
         base = f"/threads/{thread}"
-        page = _median_ms(lambda: get(client, base), repeats)
+        page = _median_ms(get(client, base), repeats)
         outline = anyio.run(_outline, db, thread)
         depth = outline.bit_length()
         levels = tuple(
-            _median_ms(lambda label=f"0+{2**level}": get(client, f"{base}/open/{label}"), repeats)
+            _median_ms(get(client, f"{base}/open/0+{2**level}"), repeats)
             for level in range(depth - 1, -1, -1)
         )
-        opened = _median_ms(lambda: get(client, f"{base}?open=0%2B1"), repeats)
-        time_page = _median_ms(lambda: get(client, f"{base}/time"), max(1, repeats // 2))
+        opened = _median_ms(get(client, f"{base}?open=0%2B1"), repeats)
+        time_page = _median_ms(get(client, f"{base}/time"), max(1, repeats // 2))
     listed = json.loads(_captured(["threads", "--db", str(db), "--json"]))["threads"]
     count = next(t["messages"] for t in listed if t["thread"] == thread)
     return ViewerRun(
