@@ -68,6 +68,7 @@ async def threads(request: Request, history: History) -> Response:
 
 
 async def thread(request: Request, history: History) -> Response:
+    from ..cli.prompt import as_built
     from ..cli.report import resolve
 
     name = await resolve(history.store, request.path_params["thread"])
@@ -75,7 +76,8 @@ async def thread(request: Request, history: History) -> Response:
     label = request.query_params.get("open", "")
     agent = request.query_params.get("agent", "")
     opened = [] if agent else reading.keys_of([label])
-    page = await reading.read_page(history, name, opened=opened, query=query)
+    # A search's hits are cut to the thread's own line, as `search` cuts them.
+    page = await reading.read_page(await as_built(history, name), name, opened=opened, query=query)
     zoomed = await reading.opened(history, name, label, agent=agent) if label else None
     drawn = page.drawn
     return render(
@@ -117,9 +119,9 @@ async def prompt(request: Request, history: History) -> Response:
     given = request.query_params.get("agent")
     agent = (given or None) if given is not None else await only_agent(history, name)
     result = await render_view(history, name, agent=agent, model=model or None)
-    parts = []
+    encoding = history.settings.encoding
+    parts, total = [], 0
     if result.request is not None:
-        encoding, total = history.settings.encoding, 0
         for piece in pieces(model, result.request.body, encoding=encoding):
             total += piece.tokens
             parts.append((piece, total <= result.request.measured.cached))
