@@ -44,7 +44,7 @@ from .pins import model_key
 from .processors.weight import encoding, weight
 from .settings import HistorySettings
 from .store import Store, default_store, open_store
-from .summarizer import Summarizer, summarizer_for
+from .summarizer import Deferred, Summarizer, summarizer_for
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -94,7 +94,8 @@ class History:
                 counted (`counters.listener_errors`); the plugin goes on.
             process: process the threads of the messages handed over here, and catch up on
                 opening; False only stores, and leaves the processing to workers that share the
-                store (`chat-outline worker`), which call `catch_up`.
+                store (`chat-outline worker`), which call `catch_up`: the model `settings` names
+                is resolved (its key read) only then, so a History that only stores needs none.
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -108,7 +109,10 @@ class History:
                 f"{pause!r}, {max_pause!r}"
             )
         if model is None or _is_model(model):
-            model = summarizer_for(model or settings.summarizer, settings=settings.model_settings)
+            model = summarizer_for(
+                model or settings.summarizer, settings=settings.model_settings,
+                deferred=not process,
+            )  # fmt: skip
         self.summarizer: Summarizer = model
         self.model_key = model_key(model.name, settings.model_settings)
         if store is None:
@@ -243,6 +247,8 @@ class History:
         spread over the threads. A thread another process holds is left to it.
         """
         group = self._open()
+        if isinstance(self.summarizer, Deferred):
+            self.summarizer.resolve()  # a worker without its key stops here, before any thread
         behind = await self.store.behind()
         chosen = [thread for thread in behind if not self._lanes.running(thread)]
         if limit is not None:

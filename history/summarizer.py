@@ -142,7 +142,11 @@ class ModelSummarizer:
                 f"summarizer {model!r} needs its provider's package ({exc})"
             ) from exc
         except Exception as exc:  # pydantic-ai's UserError: unknown model, missing key
-            raise ConfigurationError(f"summarizer {model!r} cannot be used: {exc}") from exc
+            reason = str(exc).partition(" To try Pydantic AI without an API key")[0]
+            raise ConfigurationError(
+                f"summarizer {model!r} cannot be used: {reason} (to summarize offline, in tests "
+                'and demos: summarizer="echo")'
+            ) from exc
         self.model = resolved
         self.name = model if isinstance(model, str) else f"{resolved.system}:{resolved.model_name}"
         self._agent = Agent(resolved, instructions=INSTRUCTIONS, model_settings=settings)
@@ -169,10 +173,35 @@ class ModelSummarizer:
         )
 
 
-def summarizer_for(name: str | Model, *, settings: ModelSettings | None = None) -> Summarizer:
-    """The summarizer a setting names; a name that cannot work is a ConfigurationError."""
+class Deferred:
+    """A pydantic-ai model a setting names, resolved when first needed: a History that only
+    stores (`process=False`, a web server's) needs no key; a worker's resolves it when it
+    starts processing (`History.catch_up`), so a missing key still stops it at once."""
+
+    def __init__(self, name: str, *, settings: ModelSettings | None = None) -> None:
+        self.name = name
+        self._settings = settings
+        self._resolved: ModelSummarizer | None = None
+
+    def resolve(self) -> ModelSummarizer:
+        """The model; ConfigurationError when its name or key cannot work."""
+        if self._resolved is None:
+            self._resolved = ModelSummarizer(self.name, settings=self._settings)
+        return self._resolved
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        return await self.resolve().reply(task, prompts, answers)
+
+
+def summarizer_for(
+    name: str | Model, *, settings: ModelSettings | None = None, deferred: bool = False
+) -> Summarizer:
+    """The summarizer a setting names; a name that cannot work is a ConfigurationError (when
+    `deferred`, only once it is first needed: see `Deferred`)."""
     if name == "echo":
         return Echo()
     if name == "scripted":
         return Scripted()
+    if deferred and isinstance(name, str):
+        return Deferred(name, settings=settings)
     return ModelSummarizer(name, settings=settings)

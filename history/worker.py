@@ -25,6 +25,7 @@ import anyio
 
 from .errors import ClosedError, ConfigurationError, StoreError, StoreGoneError
 from .plugin import History
+from .summarizer import Deferred
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ async def serve(
     for name, value, least in (("poll", poll, 0.001), ("grace", grace, 0), ("threads", threads, 1)):
         if value < least:
             raise ConfigurationError(f"the worker's {name} must be at least {least}, got {value!r}")
+    if isinstance(history.summarizer, Deferred):
+        history.summarizer.resolve()  # a missing key stops the worker before it opens
     with anyio.open_signal_receiver(*SIGNALS) as signals, anyio.CancelScope() as everything:
         async with history:
             log.info(
