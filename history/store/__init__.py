@@ -189,8 +189,9 @@ def open_store(
 ) -> Store:
     """A store for a path (SQLite) or a `postgresql://` URL.
 
-    For a SQLite file, `create=False` refuses a missing or empty file rather than make a store
-    there, and `read_only` reads without writing (nor creating) anything. `search_language` is
+    `create=False` refuses a missing or empty SQLite file (a PostgreSQL schema without tables)
+    rather than make a store there, and `read_only` reads without writing (nor creating)
+    anything. `search_language` is
     the language search stems in; None keeps the one the database was indexed in (English for
     a new one), and another indexes it again on opening.
     """
@@ -202,7 +203,7 @@ def open_store(
             raise ConfigurationError(
                 f"{text!r} needs asyncpg: pip install 'chat-outline[postgres]' ({exc})"
             ) from exc
-        return PostgresStore(text, language=search_language)
+        return PostgresStore(text, language=search_language, create=create, read_only=read_only)
     from .sqlite import SQLiteStore
 
     path = text.removeprefix("sqlite:///").removeprefix("sqlite://")

@@ -32,7 +32,7 @@ from ..errors import ClosedError, StoreError
 from .adapter import Body, Mode
 from .claims import DRIVER_ERRORS, Claims, quietly, store_error
 from .queries import QUERIES, Dialect, compile_named
-from .rows import Params, Record
+from .rows import MIGRATIONS, Params, Record
 from .sql import SQLStore
 
 T = TypeVar("T")
@@ -59,13 +59,25 @@ CLOSE_TIMEOUT = 10.0
 class PostgresStore(SQLStore):
     """The collections in a PostgreSQL database, shared by every process that opens it."""
 
-    def __init__(self, url: str, *, pool: int = 10, language: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool: int = 10,
+        language: str | None = None,
+        create: bool = True,
+        read_only: bool = False,
+    ) -> None:
         """Args:
         url: a `postgresql://` URL; its query parameters are server settings (`search_path`).
         pool: the most connections this store opens at once, besides the claims' one.
         language: the language search stems in (`history.terms`); see `SQLStore`.
+        create: make the store's tables where the schema has none; False refuses such a schema.
+        read_only: only read (implies not `create`): a store whose migrations are all applied
+            is read as it is, so a role that may only SELECT reads it; an older one is migrated.
         """
-        super().__init__(PostgreSQL(url, pool=pool), language=language)
+        database = PostgreSQL(url, pool=pool, create=create, read_only=read_only)
+        super().__init__(database, language=language)
 
 
 class _Connection(asyncpg.Connection):
@@ -82,9 +94,12 @@ class PostgreSQL:
 
     dialect: Dialect = "postgresql"
     shared = True
-    read_only = False
 
-    def __init__(self, url: str, *, pool: int) -> None:
+    def __init__(
+        self, url: str, *, pool: int, create: bool = True, read_only: bool = False
+    ) -> None:
+        self.read_only = read_only
+        self._create = create and not read_only
         self.url = _redacted(url)
         """The URL without its password, for messages and logs."""
         self._dsn = url
@@ -112,7 +127,12 @@ class PostgreSQL:
         seq_space, claim_space, migrate_space, _ = spaces
         self._spaces = (int(seq_space), int(migrate_space))
         self._claims = Claims(self._dsn, url=self.url, space=int(claim_space))
-        return True
+        if self._create:
+            return True
+        done = await recognise()
+        if not done:
+            raise StoreError(f"no chat-outline store at {self.url!r} (the schema has no tables)")
+        return not (self.read_only and all(name in done for name, _ in MIGRATIONS))
 
     async def close(self) -> None:
         claims, self._claims = self._claims, None
