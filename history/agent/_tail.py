@@ -47,6 +47,16 @@ class Run:
     recorded: frozenset[str]
     """Ids of the messages the run recorded."""
 
+    def sees(self, tail: list[Stored]) -> list[Stored]:
+        """The tail as this run is sent it: what was stored before its first message, then its
+        own. What others store meanwhile (another run on the thread, a second tab's) is in the
+        thread, in the order it was stored, for the runs that start after; this run answers
+        its own prompt."""
+        first = next((s.seq for s in tail if s.message.id in self.recorded), None)
+        if first is None:
+            return tail
+        return [s for s in tail if s.seq < first or s.message.id in self.recorded]
+
 
 async def read_natives(
     history: History, thread: str, after: int, agent: str, tail: list[Stored]

@@ -95,7 +95,8 @@ async def build(
     if parts:
         head.append(ModelRequest(parts=parts))
     after = tail_after(outline)
-    tail = [s for s in await read_tail(history, outline) if since is None or s.message.at >= since]
+    tail = await read_tail(history, outline)
+    tail = [s for s in (run.sees(tail) if run else tail) if since is None or s.message.at >= since]
     natives = {} if agent is None else await read_natives(history, thread, after, agent, tail)
     steps = {
         s.message.id: step
