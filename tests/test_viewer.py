@@ -4,6 +4,7 @@ reads only, escapes what a chat holds, sends its policy, and agrees with the com
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -244,3 +245,37 @@ def test_serve_binds_to_this_machine_and_warns_on_another_host(
     code, _, err = cli("serve", "--db", demo, "--host", "0.0.0.0", "--port", "9000")
     assert code == 0 and bound[-1] == ("0.0.0.0", 9000)
     assert "warning: listening on '0.0.0.0'" in err
+
+
+def test_both_stores_serve_the_same_pages(tmp_path: Path) -> None:
+    from importlib import resources
+
+    from .stores import KINDS, store_url
+
+    demo = resources.files("history") / "data" / "demo.jsonl"
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(demo.read_text().splitlines(keepends=True)[:120]))
+    pages = {}
+    for kind in KINDS:
+        with store_url(kind, tmp_path) as db:
+            code, _, err = cli("ingest", chat, "--db", db, "--tail", "400,800", "--line", "160",
+                               "--outline", "1200,2400")  # fmt: skip
+            assert code == 0, err
+            with TestClient(create_app(db)) as client:
+                answers = [client.get(r) for r in routes(THREAD)[:-2]]
+            assert [a.status_code for a in answers] == [200] * len(answers)
+            pages[kind] = [a.text.replace(db, "STORE") for a in answers]
+    assert pages["sqlite"] == pages["postgresql"]
+
+
+def test_a_message_opened_shows_the_tool_steps_after_it(client: TestClient) -> None:
+    from importlib import resources
+
+    demo = resources.files("history") / "data" / "demo.jsonl"
+    records = [json.loads(line) for line in demo.read_text().splitlines()]
+    steps = [r["text"] for r in records[7:9]]  # north's call and its result, after message 6
+    assert all(r.get("step") for r in records[7:9]) and not records[6].get("step")
+    page = Page(client.get(f"/threads/{THREAD}/open/6+1").text)
+    shown = [a for a in page.find("article", "message") if "step" in a.classes]
+    assert [a.text.split("tokens\n", 1)[1].strip() for a in shown] == steps
+    assert not Page(client.get(f"/threads/{THREAD}/open/5+1").text).find("article", "step")

@@ -88,6 +88,8 @@ def page(browser: Browser) -> Iterator[Page]:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(str(error)))
+    # A refused script or style, or a file that fails to load, is an error on the console.
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     yield page
     page.close()
     assert not problems, problems
@@ -158,8 +160,6 @@ def test_hostile_text_never_runs(
 ) -> None:
     db = hostile_store(tmp_path_factory.mktemp("hostile"))
     thread = quote("<b>hostile</b>", safe="")
-    blocked: list[str] = []
-    page.on("console", lambda m: blocked.append(m.text))
     for url in serving(db):
         page.goto(f"{url}/threads/{thread}")
         assert page.evaluate("document.title").startswith("<b>hostile</b>")

@@ -8,6 +8,8 @@ from urllib.parse import quote, urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..agent.lookup import Zoom
+from ..contract import Stored
 from ..errors import NotFoundError
 from ..plugin import History
 from . import reading
@@ -79,12 +81,13 @@ async def thread(request: Request, history: History) -> Response:
     # A search's hits are cut to the thread's own line, as `search` cuts them.
     page = await reading.read_page(await as_built(history, name), name, opened=opened, query=query)
     zoomed = await reading.opened(history, name, label, agent=agent) if label else None
+    steps = await _steps(history, zoomed)
     drawn = page.drawn
     return render(
         request, "thread.html", page=page, query=query, zoomed=zoomed, agent=agent, href=href,
         outline=place(drawn.outline, drawn.span, top=None),
         boxes=place(drawn.boxes, drawn.span, top=drawn.top), height=height(drawn.top),
-        children=[], thread=name,
+        children=[], thread=name, steps=steps,
     )  # fmt: skip
 
 
@@ -102,8 +105,16 @@ async def open_node(request: Request, history: History) -> Response:
     top = max(outline.boundary.bit_length() - 1, 0)
     return render(
         request, "open.html", thread=name, zoomed=zoomed, agent=agent, href=href,
+        steps=await _steps(history, zoomed),
         children=[] if agent else place(boxes, outline.boundary, top=top),
     )  # fmt: skip
+
+
+async def _steps(history: History, zoomed: Zoom | None) -> tuple[Stored, ...]:
+    """The tool steps after the message opened, if a message is open."""
+    if zoomed is None or zoomed.message is None:
+        return ()
+    return await reading.steps_after(history.store, zoomed.message)
 
 
 async def prompt(request: Request, history: History) -> Response:

@@ -8,18 +8,21 @@ The rest of the tree loads a node's children at a time (`opened`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..agent.lookup import Zoom, zoom
 from ..cli.report import Figures
-from ..contract import Hit, Outline, Stored, Summary
+from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import NotFoundError
 from ..plugin import History
 from ..store import Store
 
 Key = tuple[int, int]
 """A node's (level, index)."""
+STEPS = 64
+"""The most tool steps shown after a message opened."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,6 +173,16 @@ async def _steps(store: Store, outline: Outline) -> dict[str, tuple[Summary, ...
 async def opened(history: History, thread: str, name: str, *, agent: str = "") -> Zoom:
     """A line opened as `zoom` opens it: its two children, or its message whole."""
     return await zoom(history, thread, name, agent=agent or None, page=1, page_bytes=2**62)
+
+
+async def steps_after(store: Store, message: Message) -> tuple[Stored, ...]:
+    """The tool steps stored right after a shared message (up to `STEPS`): the calls and
+    results its reply was made with."""
+    stored = await store.message(message.id)
+    if stored is None or message.step:
+        return ()
+    after = await store.messages(message.thread, stored.seq + 1, stored.seq + STEPS)
+    return tuple(itertools.takewhile(lambda s: s.message.step, after))
 
 
 def keys_of(names: Iterable[str]) -> list[Key]:
