@@ -279,3 +279,18 @@ def test_a_message_opened_shows_the_tool_steps_after_it(client: TestClient) -> N
     shown = [a for a in page.find("article", "message") if "step" in a.classes]
     assert [a.text.split("tokens\n", 1)[1].strip() for a in shown] == steps
     assert not Page(client.get(f"/threads/{THREAD}/open/5+1").text).find("article", "step")
+
+
+def test_a_store_that_fails_answers_503_and_says_why(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from history.errors import StoreError
+    from history.store.sqlite import SQLiteStore
+
+    async def gone(self: SQLiteStore, thread: str) -> None:
+        raise StoreError(f"{self.url!r}: disk I/O error")
+
+    monkeypatch.setattr(SQLiteStore, "outline", gone)
+    answer = client.get(f"/threads/{THREAD}")
+    assert answer.status_code == 503 and "disk I/O error" in answer.text
+    assert answer.headers["content-security-policy"] == POLICY

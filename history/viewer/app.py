@@ -21,7 +21,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import HistoryError, NotFoundError
+from ..errors import HistoryError, NotFoundError, StoreError
 from ..plugin import History
 from ..settings import HistorySettings
 from . import pages
@@ -64,6 +64,9 @@ def create_app(db: str) -> ASGIApp:
                 return await handler(request, request.app.state.history)
             except NotFoundError as exc:
                 raise HTTPException(404, str(exc)) from exc
+            except StoreError as exc:  # the database is down or gone: nothing the asker did
+                log.warning("the store failed a page: %s", exc)
+                raise HTTPException(503, str(exc)) from exc
             except HistoryError as exc:
                 raise HTTPException(400, str(exc)) from exc
 
