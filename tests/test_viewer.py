@@ -294,3 +294,29 @@ def test_a_store_that_fails_answers_503_and_says_why(
     answer = client.get(f"/threads/{THREAD}")
     assert answer.status_code == 503 and "disk I/O error" in answer.text
     assert answer.headers["content-security-policy"] == POLICY
+
+
+def test_a_fallback_line_is_marked_in_the_tree_and_where_it_opens(tmp_path: Path) -> None:
+    import anyio
+
+    from history import History, HistorySettings
+
+    from .conftest import message
+    from .test_down import Broken
+
+    db = tmp_path / "down.sqlite"
+
+    async def build() -> None:
+        settings = HistorySettings(summarizer="scripted", tail=(1, 2), kept=1, line=64)
+        async with History(settings, store=db, model=Broken(), pause=0.0) as history:
+            for k, text in enumerate(["word " * 40, "ok", "fine", "later"]):
+                await history.message_created(message(k, text))
+                await history.wait()
+
+    anyio.run(build)
+    with TestClient(create_app(str(db))) as client:
+        page = Page(client.get("/threads/t?open=0%2B1").text)
+        marked = {b.attrs["data-label"] for b in page.find("a", "fallback")}
+        assert marked == {"0+1", "0+2"}  # message 0's line and the merge over it fell back
+        opened = Page(client.get("/threads/t/open/0+2").text)
+        assert [s.text for s in opened.find("span", "fallback")] == ["fallback"]
