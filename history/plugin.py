@@ -238,6 +238,18 @@ class History:
         finally:
             self._hurry -= 1
 
+    async def settled(self, thread: str, seq: int) -> None:
+        """Wait until `thread` is processed up to its message `seq` (by this process or a
+        worker that shares the store); bound it with `anyio.move_on_after`. The thread's wait
+        for more messages ends at once, so what it processed is committed."""
+        self._open()
+        pause = 0.01
+        while (outline := await self.store.outline(thread)) is not None and outline.position < seq:
+            if self._lanes.running(thread) and (nudge := self._lanes.get(thread).nudge):
+                nudge.set()
+            await anyio.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
     async def catch_up(self, *, limit: int | None = None) -> int:
         """Process the threads with stored messages not yet processed; how many are behind.
 

@@ -96,6 +96,7 @@ class Options(TypedDict, total=False):
     kept: int
     tries: int
     cut_gap: bool
+    cold: float | None
     steps: tuple[int, int] | None
     encoding: str
     model_settings: ModelSettings | None

@@ -47,6 +47,7 @@ from ..contract import File, Message
 from ..errors import NotFoundError
 from ..lines import size
 from ..plugin import History
+from ._cold import COLD_WAIT, check_wait, outline_for
 from .lookup import PAGE, search, zoom
 from .prompt import Run, build
 from .steps import Returns, encode, prompt_content, request_steps, response_step, response_text
@@ -95,6 +96,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         page: int = PAGE,
         record: bool = True,
         recall: int = 0,
+        cold_wait: float = COLD_WAIT,
     ) -> None:
         """Bind an agent to `thread`.
 
@@ -115,14 +117,18 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
                 model this way to show what it is sent).
             recall: tokens of search hits for the newest message from someone other than the
                 agent, sent after the tail, outside the cached prefix (0: none).
+            cold_wait: with the History's `cold` set, the seconds a cold turn (one whose first
+                message came more than `cold` seconds after the one before) waits for the
+                thread's processing, so the cold cut lands on its request (see `COLD_WAIT`).
         """
+        check_wait(cold_wait)
         super().__init__(processor=self._process)
         self.history, self.thread = history, thread
         self.agent, self.user, self.record_prompt, self.tools = agent, user, record_prompt, tools
         self.block_lines, self.max_age, self.cache_point, self.page = (
             block_lines, max_age, cache_point, page,
         )  # fmt: skip
-        self.record, self.recall = record, recall
+        self.record, self.recall, self.cold_wait = record, recall, cold_wait
         self._sent: list[ModelMessage] | None = None
         self._system: list[SystemPromptPart] = []
         self._recorded: list[str] = []
@@ -134,7 +140,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             self.history, self.thread, agent=self.agent, user=self.user,
             record_prompt=self.record_prompt, tools=self.tools, block_lines=self.block_lines,
             max_age=self.max_age, cache_point=self.cache_point, page=self.page, record=self.record,
-            recall=self.recall,
+            recall=self.recall, cold_wait=self.cold_wait,
         )  # fmt: skip
 
     def get_instructions(self) -> str | None:
@@ -204,19 +210,21 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
     async def _process(
         self, ctx: RunContext[AgentDepsT], messages: list[ModelMessage]
     ) -> list[ModelMessage]:
-        if self._sent is None:
+        if turn := self._sent is None:
             first = messages[0] if messages else None
             if isinstance(first, ModelRequest):
                 self._system = [p for p in first.parts if isinstance(p, SystemPromptPart)]
             new = messages[-1:] if messages and isinstance(messages[-1], ModelRequest) else []
         else:
-            new = messages[len(self._sent) :]
+            new = messages[len(self._sent or ()) :]
         await self._record(ctx, new)
         since = None if self.max_age is None else datetime.now(UTC) - self.max_age
         sent = await build(
             self.history, self.thread, agent=self.agent, block_lines=self.block_lines,
             since=since, cache_point=True, page=self.page, recall=self.recall,
             run=Run(id=ctx.run_id, recorded=frozenset(self._recorded)) if ctx.run_id else None,
+            outline=await outline_for(self.history, self.thread, turn=turn and self.record,
+                                      wait=self.cold_wait),
         )  # fmt: skip
         sent += self._held  # this run's recall, not recorded until its answer
         if not self.record:  # read only: the prompt as it would have been recorded

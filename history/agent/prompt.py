@@ -28,6 +28,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from ..contract import Outline
 from ..errors import ConfigurationError
 from ..plugin import History
 from ._outline import outline_parts
@@ -81,13 +82,16 @@ async def build(
     page: int,
     run: Run | None = None,
     recall: int = 0,
+    outline: Outline | None = None,
 ) -> list[ModelMessage]:
-    """`view`, where the requests of the messages `run` recorded carry its id (see `Run`)."""
+    """`view`, where the requests of the messages `run` recorded carry its id (see `Run`); from
+    `outline` when given (one the thread had earlier), else from the thread's committed one."""
     if block_lines is not None and block_lines < 1:
         raise ConfigurationError(f"block_lines must be at least 1, got {block_lines!r}")
     if isinstance(recall, bool) or not isinstance(recall, int) or recall < 0:
         raise ConfigurationError(f"recall must be a whole number of tokens >= 0, got {recall!r}")
-    outline = await history.store.outline(thread)
+    if outline is None:
+        outline = await history.store.outline(thread)
     if outline is None:
         return []
     head: list[ModelMessage] = []
