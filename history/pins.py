@@ -1,7 +1,8 @@
 """Pinned calls: a summarizer that answers from recorded conversations (`Replay`).
 
 Every summarizer conversation is recorded in the `call` collection under a key of its exact
-request: the model key (the model's name, its settings, the instructions) and every prompt.
+request: the model key (the model's name, its settings, the instructions, the summarizer's
+own `key`) and every prompt.
 A replay answers from them: a recorded conversation answers turn k of a request whose prompts
 are its first k + 1 prompts, in the same thread, so asking again gives the identical line and
 costs nothing. Only a miss reaches the model, or is refused.
@@ -18,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from .contract import Ask, Reply, Task
 from .errors import ConfigurationError, UnpinnedError
+from .settings import INSTRUCTIONS
 from .store.records import Call
-from .summarizer import INSTRUCTIONS, Exhausted, Summarizer
+from .summarizer import Exhausted, Summarizer, summarizer_key
 
 if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings
@@ -30,9 +32,13 @@ Request = tuple[str, tuple[str, ...]]
 """A request as a replay looks it up: its thread and its prompts."""
 
 
-def model_key(name: str, settings: ModelSettings | None) -> str:
-    """The model part of every pin, as `History.model_key` holds it."""
-    return f"{name}\n{settings!r}\n{INSTRUCTIONS}"
+def model_key(
+    name: str, settings: ModelSettings | None, instructions: str = INSTRUCTIONS, key: str = ""
+) -> str:
+    """The model part of every pin, as `History.model_key` holds it: the summarizer's name, its
+    model settings, the instructions (`HistorySettings.instructions`) and its own `key`."""
+    own = f"\n{key}" if key else ""  # the key of a summarizer with none is as it always was
+    return f"{name}\n{settings!r}\n{instructions}{own}"
 
 
 def pinned(calls: Iterable[Call], key: str) -> list[Ask]:
@@ -81,6 +87,7 @@ class Replay:
                 raise ConfigurationError("a replay without a model needs the model's name")
             name = inner.name
         self.name = name
+        self.key = "" if inner is None else summarizer_key(inner)
         self.inner = inner
         self.refuse_misses = refuse_misses or inner is None
         self.retry_fallbacks = (

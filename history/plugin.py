@@ -44,7 +44,13 @@ from .pins import model_key
 from .processors.weight import encoding, weight
 from .settings import HistorySettings
 from .store import Store, default_store, open_store
-from .summarizer import Deferred, Summarizer, summarizer_for
+from .summarizer import (
+    Deferred,
+    Summarizer,
+    checked_summarizer,
+    summarizer_for,
+    summarizer_key,
+)
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -111,10 +117,12 @@ class History:
         if model is None or _is_model(model):
             model = summarizer_for(
                 model or settings.summarizer, settings=settings.model_settings,
-                deferred=not process,
+                instructions=settings.instructions, deferred=not process,
             )  # fmt: skip
-        self.summarizer: Summarizer = model
-        self.model_key = model_key(model.name, settings.model_settings)
+        self.summarizer: Summarizer = checked_summarizer(model)
+        self.model_key = model_key(
+            model.name, settings.model_settings, settings.instructions, summarizer_key(model)
+        )
         if store is None:
             store = default_store()
         if isinstance(store, str | Path):

@@ -31,7 +31,15 @@ from .settings import HistorySettings, built_with, recorded
 from .store import Store
 from .store.records import ThreadRecords
 from .store.sqlite import SQLiteStore
-from .summarizer import OFFLINE, Echo, Scripted, Summarizer, summarizer_for
+from .summarizer import (
+    OFFLINE,
+    Echo,
+    Scripted,
+    Summarizer,
+    checked_summarizer,
+    summarizer_for,
+    summarizer_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +120,14 @@ async def rebuild(
         settings = built_with(record, HistorySettings(summarizer="echo"))
     summarizer: Summarizer | None = None
     if isinstance(model, Model):
-        summarizer = summarizer_for(model, settings=settings.model_settings)
+        summarizer = summarizer_for(
+            model, settings=settings.model_settings, instructions=settings.instructions
+        )
     elif model is not None:
-        summarizer = model
+        summarizer = checked_summarizer(model)
     name = summarizer.name if summarizer is not None else settings.summarizer
-    key = model_key(name, settings.model_settings)
+    own = "" if summarizer is None else summarizer_key(summarizer)
+    key = model_key(name, settings.model_settings, settings.instructions, own)
     calls = pinned(original.calls, key)
     fresh = ThreadRecords(thread=thread, messages=original.messages, calls=original.calls)
 
@@ -138,7 +149,10 @@ async def rebuild(
         raise UnpinnedError(text, calls=needed)
     if needed and not dry_run and offline is None:
         if summarizer is None:
-            summarizer = summarizer_for(settings.summarizer, settings=settings.model_settings)
+            summarizer = summarizer_for(
+                settings.summarizer, settings=settings.model_settings,
+                instructions=settings.instructions,
+            )  # fmt: skip
         replay = Replay(summarizer, calls)
         result, asks = await run(replay)
     assert result.outline is not None

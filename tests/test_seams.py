@@ -1,0 +1,129 @@
+"""The seams between the plugin and the app (issue 31): a summarizer's own key and the
+instructions in every recorded call's key, and a summarizer that cannot be awaited refused."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from history import History, HistorySettings, Reply, Task, UnpinnedError
+from history.errors import ConfigurationError
+from history.rebuilding import rebuild
+from history.settings import INSTRUCTIONS
+from history.store import open_store
+
+from .chats import SMALL, ingest, long_chat
+
+pytestmark = pytest.mark.anyio
+SETTINGS = HistorySettings(summarizer="prompted", **SMALL)
+
+
+class Prompted:
+    """An app's own summarizer: its prompt is its key."""
+
+    name = "prompted"
+
+    def __init__(self, prompt: str) -> None:
+        self.key = self.prompt = prompt
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        return Reply(text=f"{self.prompt}: {task.index}")
+
+
+async def rebuilt(path: Path, settings: HistorySettings, **options: object) -> int:
+    """The model calls a rebuild of thread `t` made; UnpinnedError when it would need some."""
+    store = open_store(path)
+    await store.open()
+    try:
+        done = await rebuild(store, "t", settings, **options)  # type: ignore[arg-type]
+    finally:
+        await store.close()
+    return done.model_calls
+
+
+async def test_a_custom_summarizers_key_is_in_every_recorded_calls_key(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    asks = await ingest(long_chat(120), SETTINGS, store=str(path), model=Prompted("v1"))
+    assert asks
+    assert await rebuilt(path, SETTINGS, model=Prompted("v1")) == 0  # replayed, asked nothing
+    with pytest.raises(UnpinnedError, match="model calls"):
+        await rebuilt(path, SETTINGS, model=Prompted("v2"))  # a changed prompt is a miss
+    assert await rebuilt(path, SETTINGS, model=Prompted("v2"), allow_model_calls=True) > 0
+
+
+async def test_the_model_summarizer_takes_the_instructions_and_keys_its_calls_by_them(
+    tmp_path: Path,
+) -> None:
+    told: list[str | None] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        told.append(info.instructions)
+        return ModelResponse(parts=[TextPart("a line")])
+
+    ours = "Summarize as a pirate would, one line a task."
+    settings = HistorySettings(summarizer="function", instructions=ours, **SMALL)
+    path = tmp_path / "h.sqlite"
+    async with History(settings, store=path, model=FunctionModel(model)) as history:
+        for m in long_chat(60):
+            await history.message_created(m)
+        await history.wait()
+        (about,) = await history.store.about("t")
+    assert told and set(told) == {ours}
+    assert f'"instructions": "{ours}"' in (about.settings or "")  # recorded with its settings
+    again = FunctionModel(model)
+    assert await rebuilt(path, settings, model=again) == 0
+    with pytest.raises(UnpinnedError, match="model calls"):
+        await rebuilt(path, settings.with_changes(instructions=INSTRUCTIONS), model=again)
+
+
+def test_the_default_instructions_are_the_specs_and_keep_the_key_of_old_stores() -> None:
+    from history.pins import model_key
+
+    history = History(HistorySettings(summarizer="echo"), store=":memory:")
+    assert history.settings.instructions == INSTRUCTIONS
+    assert history.model_key == f"echo\nNone\n{INSTRUCTIONS}"  # as before keys had a `key`
+    assert model_key("echo", None, INSTRUCTIONS, "v1") == f"echo\nNone\n{INSTRUCTIONS}\nv1"
+
+
+@pytest.mark.parametrize("text", ["", "   ", "a\0b", "\ud800", 7])
+def test_instructions_that_cannot_be_sent_are_refused(text: object) -> None:
+    with pytest.raises(ConfigurationError, match="instructions must be"):
+        HistorySettings(summarizer="echo", instructions=text)  # type: ignore[arg-type]
+
+
+class Blocking:
+    name = "blocking"
+
+    def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        return Reply(text="a line")
+
+
+class Nameless:
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        return Reply(text="a line")
+
+
+class BadKey(Prompted):
+    key = 3  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("model", "match"),
+    [
+        (Blocking(), r"summarizer 'blocking' has no `async def reply`: write it as `async def"),
+        (Nameless(), r"a summarizer needs a `name` \(a non-empty string\)"),
+        (BadKey(), r"a summarizer's `key` must be a string, 'prompted' has 3"),
+    ],
+)
+def test_a_summarizer_that_cannot_write_lines_is_refused_when_history_is_made(
+    model: object, match: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        History(SETTINGS, store=":memory:", model=model)  # type: ignore[arg-type]
