@@ -32,11 +32,11 @@ def test_the_offline_chat_answers_and_shows_its_prompt_and_tree(tmp_path: Path) 
     )
     out = result.stdout
     assert "north: You said: Ana → north: The price is 4,200 EUR per seat" in out
-    assert "[outline]\n0+1|Ana → north: Plan the launch for December\n1+1|north: You said:" in out
+    assert "[outline]\n0+1|Ana → north: Plan the launch for December\n1+1|north → Ana: You" in out
     assert "[user]\nAna → north: ok thanks\n[assistant]\nYou said: Ana → north: ok thanks\n" in out
     assert (
         "chat: 8 lines, 4 messages whole\n├── 0+1 Ana → north: Plan the launch for December" in out
     )
-    assert "└── 7+1 north: You said: Ana → north: Who writes the copy?" in out
+    assert "└── 7+1 north → Ana: You said: Ana → north: Who writes the copy?" in out
     assert "anthropic:claude-sonnet-4-5: " in out and " of 4 cache marks; prefix to cache " in out
     assert "no line '9+3' in thread 'chat'" in out

@@ -7,16 +7,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from history import History, HistorySettings, Reply, Task, UnpinnedError
+from history import History, HistorySettings, Reply, Task, ThreadHistory, UnpinnedError
 from history.errors import ConfigurationError
 from history.rebuilding import rebuild
 from history.settings import INSTRUCTIONS
 from history.store import open_store
 
 from .chats import SMALL, ingest, long_chat
+from .conftest import Opener, message
 
 pytestmark = pytest.mark.anyio
 SETTINGS = HistorySettings(summarizer="prompted", **SMALL)
@@ -127,3 +129,27 @@ def test_a_summarizer_that_cannot_write_lines_is_refused_when_history_is_made(
 ) -> None:
     with pytest.raises(ConfigurationError, match=match):
         History(SETTINGS, store=":memory:", model=model)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("record_prompt", [True, False])
+async def test_the_hook_records_an_answer_to_the_author_it_answers(
+    open_history: Opener, record_prompt: bool
+) -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("Noted.")])
+
+    async with open_history(summarizer="echo") as run:
+        if not record_prompt:  # the app hands Bea's message itself
+            await run.send(message(0, "Hello?", author="Bea"))
+        hook = ThreadHistory(
+            run.history, "t", agent="north", user="Ana", record_prompt=record_prompt
+        )
+        await Agent(FunctionModel(model), capabilities=[hook]).run("Hello?")
+        await run.history.wait()
+        stored = await run.history.store.pending("t", 0, 10)
+    answer = stored[-1].message
+    assert (answer.author, answer.to, answer.text) == (
+        "north",
+        "Ana" if record_prompt else "Bea",
+        "Noted.",
+    )

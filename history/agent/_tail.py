@@ -94,6 +94,15 @@ async def read_tail(history: History, outline: Outline) -> list[Stored]:
     return found
 
 
+async def answered(history: History, thread: str, agent: str) -> str:
+    """Whom `agent` answers: the author of the thread's newest shared message from someone else
+    (`""` when there is none)."""
+    outline = await history.store.outline(thread)
+    tail = [] if outline is None else await read_tail(history, outline)
+    found = (s.message.author for s in reversed(tail) if not s.message.step)
+    return next((author for author in found if author != agent), "")
+
+
 def tail_messages(
     tail: list[Stored],
     steps: Mapping[str, Step],

@@ -48,6 +48,7 @@ from ..errors import NotFoundError
 from ..lines import size
 from ..plugin import History
 from ._cold import COLD_WAIT, check_wait, outline_for
+from ._tail import answered
 from .lookup import PAGE, search, zoom
 from .prompt import Run, build
 from .steps import Returns, encode, prompt_content, request_steps, response_step, response_text
@@ -117,22 +118,20 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
                 model this way to show what it is sent).
             recall: tokens of search hits for the newest message from someone other than the
                 agent, sent after the tail, outside the cached prefix (0: none).
-            cold_wait: with the History's `cold` set, the seconds a cold turn (one whose first
-                message came more than `cold` seconds after the one before) waits for the
-                thread's processing, so the cold cut lands on its request (see `COLD_WAIT`).
+            cold_wait: seconds a cold turn waits for its cut (`HistorySettings.cold`, `COLD_WAIT`).
         """
-        check_wait(cold_wait)
         super().__init__(processor=self._process)
         self.history, self.thread = history, thread
         self.agent, self.user, self.record_prompt, self.tools = agent, user, record_prompt, tools
         self.block_lines, self.max_age, self.cache_point, self.page = (
             block_lines, max_age, cache_point, page,
         )  # fmt: skip
-        self.record, self.recall, self.cold_wait = record, recall, cold_wait
+        self.record, self.recall, self.cold_wait = record, recall, check_wait(cold_wait)
         self._sent: list[ModelMessage] | None = None
         self._system: list[SystemPromptPart] = []
         self._recorded: list[str] = []
         self._held: list[ModelMessage] = []
+        self._to = ""  # whom the agent answers (`answered`), once known
 
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> ThreadHistory[AgentDepsT]:
         """A fresh copy per run: what a run has sent and recorded is its own."""
@@ -252,7 +251,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
                 if calls is None and text:  # the answer carries the recall that led to it
                     native = _native(*self._held, message)
                     self._held.clear()
-                    await self._add(ctx, text, message.timestamp, native=native)
+                    self._to = self._to or await answered(self.history, self.thread, self.agent)
+                    await self._add(ctx, text, message.timestamp, native=native, to=self._to)
                     continue
                 await self._release(ctx)
                 if calls is not None:
@@ -302,6 +302,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             if isinstance(part, UserPromptPart):
                 text, files = prompt_content(part.content)
                 if text or files:
+                    self._to = self.user
                     await self._add(
                         ctx, text, part.timestamp, author=self.user, to=self.agent, files=files
                     )
