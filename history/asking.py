@@ -45,7 +45,8 @@ class Counters:
     input_tokens: int = 0
     output_tokens: int = 0
     refused: int = 0
-    """Threads left unprocessed because a replay refused to call the model."""
+    """Threads left unprocessed because a replay refused to call the model (each once, however
+    often it is tried, until it is processed again)."""
     listener_errors: int = 0
     """Calls of an `on_ask` listener that raised (logged; the plugin went on)."""
 

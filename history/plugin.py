@@ -141,6 +141,8 @@ class History:
         self._group: TaskGroup | None = None
         self._closed = False
         self._processing = process
+        self._refused: set[str] = set()
+        """Threads whose processing a replay refused, until they are processed."""
         self._hurry = 0
         """Callers of `wait` (and a closing block): no thread waits for more messages."""
 
@@ -348,7 +350,9 @@ class History:
                 except UnpinnedError as exc:
                     # Asking again cannot help: the thread waits until the app allows calls.
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})
-                    self.counters.refused += 1
+                    if thread not in self._refused:  # a thread, however often it is tried
+                        self._refused.add(thread)
+                        self.counters.refused += 1
                     return
                 except StoreGoneError as exc:
                     # Nor can it when the store was dropped: the thread waits for a restore.
@@ -374,6 +378,7 @@ class History:
                     lane.dirty = True
                     continue
                 failures = 0
+                self._refused.discard(thread)
                 if not lane.dirty:
                     return
         finally:

@@ -6,12 +6,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from history import History, HistorySettings, Reply, Task, ThreadHistory, UnpinnedError
+from history import (
+    Echo,
+    History,
+    HistorySettings,
+    Replay,
+    Reply,
+    Task,
+    ThreadHistory,
+    UnpinnedError,
+)
 from history.errors import ConfigurationError
 from history.rebuilding import rebuild
 from history.settings import INSTRUCTIONS
@@ -153,3 +163,16 @@ async def test_the_hook_records_an_answer_to_the_author_it_answers(
         "Ana" if record_prompt else "Bea",
         "Noted.",
     )
+
+
+async def test_refused_counts_threads_not_attempts(tmp_path: Path) -> None:
+    settings = HistorySettings(summarizer="echo", line=64, tail=(10, 20), kept=1)
+    replay = Replay(Echo(), [], refuse_misses=True)
+    async with History(settings, store=tmp_path / "c.sqlite", model=replay, pause=0.01) as h:
+        for n in range(4):  # each message tries the thread again, and is refused again
+            await h.message_created(message(n, "long " * 40))
+            await h.message_created(message(n, "long " * 40, thread="u"))
+            with anyio.fail_after(5):
+                await h.wait()
+        assert replay.misses == 6  # three tries of each thread (its first message cuts nothing)
+        assert h.counters.refused == 2
