@@ -54,11 +54,12 @@ class _Line(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-def _as_before(value: dict[str, Any], key: str) -> dict[str, Any]:
-    """A line without `key` when it is None: written as it was before the key was kept (a
-    file's `url`, a message's `native`)."""
-    if value.get(key) is None:
-        value.pop(key, None)
+def _as_before(value: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """A line without each of `keys` that is None: written as it was before the key was kept
+    (a file's `url` and `pages`, a message's `native`)."""
+    for key in keys:
+        if value.get(key) is None:
+            value.pop(key, None)
     return value
 
 
@@ -72,10 +73,11 @@ class FileLine(_Line):
     mime: str | None = None
     size: Count = 0
     url: str | None = None
+    pages: Count | None = None
 
     @model_serializer(mode="wrap")
-    def _without_url(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _as_before(handler(self), "url")
+    def _without_nones(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _as_before(handler(self), "url", "pages")
 
 
 class MessageLine(_Line):
@@ -234,7 +236,10 @@ def _message_line(s: Stored, native: str | None) -> MessageLine:
     return MessageLine(
         id=m.id, thread=m.thread, seq=s.seq, index=s.index, author=m.author, to=m.to,
         text=m.text, at=format_at(m.at), step=m.step,
-        files=[FileLine(name=f.name, mime=f.mime, size=f.size, url=f.url) for f in m.files],
+        files=[
+            FileLine(name=f.name, mime=f.mime, size=f.size, url=f.url, pages=f.pages)
+            for f in m.files
+        ],
         weight=s.weight, step_index=s.step_index, native=native,
     )  # fmt: skip
 
@@ -246,7 +251,8 @@ def stored_of(line: MessageLine) -> Stored:
         id=line.id, thread=line.thread, author=line.author, to=line.to, text=line.text,
         at=parse_at(line.at), step=line.step,
         files=tuple(
-            File(name=f.name, mime=f.mime, size=f.size, url=f.url) for f in line.files
+            File(name=f.name, mime=f.mime, size=f.size, url=f.url, pages=f.pages)
+            for f in line.files
         ),
     )  # fmt: skip
     if (line.index is None) != line.step:

@@ -29,6 +29,9 @@ class File:
     url: str | None = None
     """Where it is: a URL, or the pointer of the app it came from (`file-service://file-ab`).
     Kept with the message only: a line and a weight never use it."""
+    pages: int | None = None
+    """How many pages it has, when the app knows: a PDF weighs 1,500 tokens a page, its pages
+    guessed from its size (one a 100,000 bytes, SPEC section 3) only when this is None."""
 
     def __post_init__(self) -> None:
         text("files.name", self.name)
@@ -39,6 +42,14 @@ class File:
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
             raise InputError(
                 f"files.size must be a whole number >= 0, got {self.size!r}", field="files.size"
+            )
+        pages = self.pages
+        if pages is not None and (
+            isinstance(pages, bool) or not isinstance(pages, int) or pages < 0
+        ):
+            raise InputError(
+                f"files.pages must be a whole number >= 0 or None, got {pages!r}",
+                field="files.pages",
             )
 
     @property
@@ -54,10 +65,12 @@ class File:
         return "other"
 
     def to_json(self) -> dict[str, Any]:
-        """`{"name", "mime", "size"}`, and `url` when there is one."""
+        """`{"name", "mime", "size"}`, and `url` and `pages` when there are."""
         value: dict[str, Any] = {"name": self.name, "mime": self.mime, "size": self.size}
         if self.url is not None:
             value["url"] = self.url
+        if self.pages is not None:
+            value["pages"] = self.pages
         return value
 
     @classmethod
@@ -71,6 +84,7 @@ class File:
             mime=optional_text("files.mime", value.get("mime")),
             size=value.get("size", 0),
             url=optional_text("files.url", value.get("url")),
+            pages=value.get("pages"),
         )
 
 

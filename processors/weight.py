@@ -6,6 +6,7 @@ when the plugin opens, and only this module knows how tokenizers are loaded.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from math import ceil
 
@@ -41,6 +42,16 @@ def tokens(text: str, encoding_name: str) -> int:
     return len(encoding(encoding_name).encode_ordinary(text))
 
 
+def pdf_pages(data: bytes) -> int | None:
+    """The pages a PDF's bytes say it has (its `/Type /Page` objects), or None when they do not
+    say (no such object in plain sight, as in a PDF that compresses its object streams)."""
+    found = len(_PAGE.findall(data))
+    return found or None
+
+
+_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
+
+
 def file_tokens(f: File) -> int:
     """A file weighs by what it is: an image, text or JSON, a PDF, or anything else."""
     match f.kind:
@@ -49,7 +60,8 @@ def file_tokens(f: File) -> int:
         case "text":
             return ceil(f.size / 4)
         case "pdf":
-            return PDF_PAGE_TOKENS * ceil(f.size / PDF_PAGE_BYTES)
+            pages = ceil(f.size / PDF_PAGE_BYTES) if f.pages is None else f.pages
+            return PDF_PAGE_TOKENS * pages
         case "other":
             return OTHER_FILE_TOKENS
 

@@ -3,6 +3,8 @@ instructions in every recorded call's key, and a summarizer that cannot be await
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,7 +24,8 @@ from history import (
     ThreadHistory,
     UnpinnedError,
 )
-from history.errors import ConfigurationError
+from history.contract import File, Message
+from history.errors import ConfigurationError, InputError
 from history.rebuilding import rebuild
 from history.settings import INSTRUCTIONS
 from history.store import open_store
@@ -176,3 +179,60 @@ async def test_refused_counts_threads_not_attempts(tmp_path: Path) -> None:
                 await h.wait()
         assert replay.misses == 6  # three tries of each thread (its first message cuts nothing)
         assert h.counters.refused == 2
+
+
+PDF = (
+    b"%PDF-1.4\n"
+    + b"".join(b"%d 0 obj << /Type /Page /Parent 1 0 R >> endobj\n" % k for k in range(3))
+    + b"1 0 obj << /Type /Pages /Count 3 >> endobj\n%%EOF"
+)
+
+
+def test_a_pdf_weighs_by_its_pages_when_given_and_by_its_size_otherwise() -> None:
+    from history.processors.weight import file_tokens, pdf_pages
+
+    pdf: dict[str, object] = {"name": "d.pdf", "mime": "application/pdf", "size": 100_001}
+    guessed, given = File.from_json(pdf), File.from_json({**pdf, "pages": 7})
+    assert file_tokens(guessed) == 2 * 1_500  # pages guessed: one a 100,000 bytes
+    assert (given.pages, file_tokens(given)) == (7, 7 * 1_500)
+    assert file_tokens(File(name="x.pdf", mime="application/pdf", pages=3)) == 4_500  # size 0
+    assert file_tokens(File(name="x", mime="text/plain", size=8, pages=7)) == 2  # not a PDF
+    assert pdf_pages(PDF) == 3 and pdf_pages(b"%PDF-1.7 compressed") is None
+    assert given.to_json() == {**pdf, "pages": 7}
+    assert "pages" not in guessed.to_json()  # stored as before when not given
+
+
+@pytest.mark.parametrize("pages", [-1, True, 2.5, "3"])
+def test_pages_that_are_no_count_are_refused(pages: object) -> None:
+    with pytest.raises(
+        InputError, match=f"files.pages must be a whole number >= 0 or None, got {pages!r}"
+    ):
+        File(name="d.pdf", mime="application/pdf", pages=pages)  # type: ignore[arg-type]
+
+
+async def test_importers_fill_a_pdfs_pages_where_their_source_says(tmp_path: Path) -> None:
+    from pydantic_ai.messages import BinaryContent
+
+    from history.agent.steps import prompt_content
+    from history.ingest import read
+
+    _, files = prompt_content(["read this", BinaryContent(PDF, media_type="application/pdf")])
+    assert [f.pages for f in files] == [3]
+    data = "data:application/pdf;base64," + base64.b64encode(PDF).decode()
+    part = {"type": "file", "file": {"file_data": data, "filename": "d.pdf"}}
+    chat = json.dumps([{"role": "user", "content": ["read this", part]}]).encode()
+    parsed = read(Path("chat.json"), format="chat", data=chat)
+    (record,) = parsed.records
+    assert isinstance(record.event, Message)
+    assert [(f.name, f.pages) for f in record.event.files] == [("d.pdf", 3)]
+    line = {
+        "id": "1",
+        "thread": "t",
+        "author": "Ana",
+        "text": "",
+        "at": "2026-11-01T09:00:00+00:00",
+    }
+    pdf = {"name": "d.pdf", "mime": "application/pdf", "pages": 2}
+    jsonl = read(Path("c.jsonl"), data=json.dumps({**line, "files": [pdf]}).encode())
+    (record,) = jsonl.records
+    assert isinstance(record.event, Message) and record.event.files[0].pages == 2

@@ -43,6 +43,7 @@ from pydantic_ai.messages import (
 
 from ..contract import File
 from ..lines import prefix, size
+from ..processors.weight import pdf_pages
 
 Outcome = Literal["success", "failed", "denied", "interrupted", "retried"]
 OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
@@ -318,9 +319,11 @@ def _file(item: object) -> File:
         url = item.file_id
     data = getattr(item, "data", b"")
     mime = getattr(item, "media_type", None)
+    pdf = isinstance(data, bytes) and mime == "application/pdf"
     return File(
         name=str(name or getattr(item, "kind", "file")),
         mime=mime if isinstance(mime, str) else None,
         size=len(data) if isinstance(data, bytes) else 0,
         url=url if url and not url.startswith("data:") else None,
+        pages=pdf_pages(data) if pdf else None,
     )

@@ -18,6 +18,9 @@ no times.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import json
 import mimetypes
 from collections.abc import Mapping
@@ -26,6 +29,7 @@ from typing import Any
 from ..agent.steps import Call, Calls, Return, Returns, encode
 from ..contract import File, Message
 from ..errors import InputError
+from ..processors.weight import pdf_pages
 from ._records import ASSISTANT, SKIPPED_ROLES, USER, Below, Reader, Said, path_of, synthetic_at
 
 
@@ -151,7 +155,7 @@ def _chat_file(part: Mapping[str, Any], k: int) -> File:
     data = inner.get("file_data") or inner.get("data")
     name = inner.get("filename")
     mime = "image/*" if kind.startswith(("image", "input_image")) else None
-    size = 0
+    size, pages = 0, None
     if isinstance(url, str) and url.startswith("data:"):
         data, url = url, None
     if isinstance(data, str):
@@ -159,6 +163,9 @@ def _chat_file(part: Mapping[str, Any], k: int) -> File:
         if header.startswith("data:"):
             mime = header.removeprefix("data:").split(";", 1)[0] or mime
         size = len(payload) * 3 // 4 - payload.count("=")  # base64's decoded length
+        if mime == "application/pdf":
+            with contextlib.suppress(binascii.Error):  # not base64: pages guessed from size
+                pages = pdf_pages(base64.b64decode(payload))
     audio = inner.get("format")
     if kind == "input_audio" and isinstance(audio, str):
         mime, name = f"audio/{audio}", f"audio-{k}.{audio}"
@@ -167,4 +174,5 @@ def _chat_file(part: Mapping[str, Any], k: int) -> File:
         name = tail if tail and ":" not in tail else f"{kind}-{k}"
     if isinstance(url, str) and mime == "image/*":
         mime = mimetypes.guess_type(name)[0] or mime
-    return File(name=name, mime=mime, size=size, url=url if isinstance(url, str) else None)
+    url = url if isinstance(url, str) else None
+    return File(name=name, mime=mime, size=size, url=url, pages=pages)
