@@ -183,3 +183,22 @@ def test_hostile_text_never_runs(
         tail = page.inner_text("#tail")  # the newest message, whole, as it was written
         assert "</pre></article><script>window.pwned = 'closed'</script>" in tail
         assert "<img src=x onerror=\"window.pwned='author'\">" in tail
+
+
+def test_the_prompt_and_time_pages_draw_what_the_store_holds(
+    page: Page, demo_url: str, demo: Path
+) -> None:
+    page.goto(f"{demo_url}/threads/{THREAD}")
+    page.click("text=what the agent is sent")
+    page.wait_for_selector("#parts")
+    sent = cli_json("prompt", THREAD, "--model", "anthropic:claude-sonnet-4-5", "--db", demo)
+    assert page.inner_text("#tokens") == str(sent["request"]["tokens"])
+    assert page.locator("#parts li.cached").count() > 0
+    page.goto(f"{demo_url}/threads/{THREAD}")
+    page.click("text=over time")
+    page.wait_for_selector("#chart polyline.tokens")
+    kinds = page.eval_on_selector_all(
+        "#moves td:nth-child(2)", "cells => cells.map(c => c.textContent)"
+    )
+    assert page.locator("#chart line.cut").count() == sum("cut" in k for k in kinds) > 0
+    assert page.locator("#chart line.fold").count() == sum("fold" in k for k in kinds) > 0

@@ -38,11 +38,11 @@ def _serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ConfigurationError(f"serve needs the viewer's packages: {INSTALL} ({exc})") from exc
     must_exist(args.db)
-    anyio.run(_check, args.db)  # a missing or foreign store is refused before listening
+    where = anyio.run(_check, args.db)  # a missing or foreign store is refused before listening
     if args.host != HOST:
         say(f"warning: listening on {args.host!r}: anyone who can reach port {args.port} "
             "reads every thread of the store")  # fmt: skip
-    say(f"serving {args.db} at http://{args.host}:{args.port}/ (Ctrl-C stops)")
+    say(f"serving {where} at http://{args.host}:{args.port}/ (Ctrl-C stops)")
     config = uvicorn.Config(
         create_app(args.db), host=args.host, port=args.port, log_level=logging.WARNING,
         access_log=False, server_header=False,
@@ -51,6 +51,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _check(db: str) -> None:
-    async with opened(db, read_only=True):
-        pass
+async def _check(db: str) -> str:
+    """The store's URL as it names itself (a PostgreSQL URL without its password)."""
+    async with opened(db, read_only=True) as store:
+        return store.url
