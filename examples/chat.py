@@ -1,7 +1,7 @@
 """A terminal chat with an agent that reads and records its history through the plugin.
 
     python examples/chat.py                              # offline: north answers "You said: ..."
-    HISTORY_TAIL=40,80 python examples/chat.py           # a small tail, to see it cut
+    CHAT_OUTLINE_TAIL=40,80 python examples/chat.py           # a small tail, to see it cut
     python examples/chat.py --model openai:gpt-4.1-mini  # a real model (its key in the env)
 
 Commands: `/prompt` shows what the agent is sent (`/prompt anthropic:claude-sonnet-4-5` also

@@ -64,7 +64,8 @@ def _as_before(value: dict[str, Any], *keys: str) -> dict[str, Any]:
 
 
 class HeaderLine(_Line):
-    kind: Literal["chat-history"] = "chat-history"
+    kind: Literal["chat-outline", "chat-history"] = "chat-outline"
+    """`chat-history` in the exports written before the project's new name: still read."""
     format: int = FORMAT
 
 

@@ -1,6 +1,7 @@
 """Carry a history to another store: export threads to JSONL, load them elsewhere.
 
-One JSON object a line, each with its `kind`: a `chat-history` header, then per thread its title
+One JSON object a line, each with its `kind`: a `chat-outline` header (`chat-history` before
+the project's new name, still read), then per thread its title
 and the settings it was built with (when it has them), its messages (with their seq, index and
 weight), its summaries, its outline and its recorded calls.
 What was generated travels with the messages, so the other store never pays for it again. A
@@ -98,7 +99,7 @@ def read_records(lines: Iterable[bytes | str], *, source: str = "<input>") -> li
                 f"{'.'.join(str(part) for part in e['loc']) or 'line'}: {e['msg']}"
                 for e in exc.errors()[:3]
             )
-            raise InputError(f"{source}:{number}: not a chat-history record ({problems})") from None
+            raise InputError(f"{source}:{number}: not a chat-outline record ({problems})") from None
         except InputError as exc:
             raise type(exc)(f"{source}:{number}: {exc}", field=exc.field) from None
     return [group.records(thread) for thread, group in groups.items()]

@@ -295,6 +295,16 @@ class History:
         self._open()
         return await self.store.outline(thread)
 
+    async def messages(self, thread: str, *, after: int = -1, limit: int = 100) -> list[Stored]:
+        """The thread's stored messages (steps too, processed or not) in order, at most `limit`
+        from the one after `seq` `after`: the next page is after the last one's `seq`."""
+        self._open()
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InputError(f"limit must be a whole number from 1 to 10,000, got {limit!r}")
+        if isinstance(after, bool) or not isinstance(after, int):
+            raise InputError(f"after must be a message's seq (a whole number), got {after!r}")
+        return await self.store.pending(thread, after, limit)
+
     async def usage(
         self, thread: str | None = None, *, input_price: float = 0.0, output_price: float = 0.0
     ) -> Usage:

@@ -23,7 +23,9 @@ You compress a chat into short lines, one line per task.
 - <chat> holds the lines just before the input, for context only; summarize only the <input>.
 - Answer with the line alone: no preamble, no quotes, no line breaks."""
 """The summarizer's instructions by default (SPEC section 6)."""
-TAIL_VARIABLE = "HISTORY_TAIL"
+TAIL_VARIABLE = "CHAT_OUTLINE_TAIL"
+FORMER_TAIL_VARIABLE = "HISTORY_TAIL"
+"""The tail's variable before every variable took the `CHAT_OUTLINE_` prefix: still read."""
 CACHED = 1_024
 """Tokens: the least prompt OpenAI and most Anthropic models cache (`for_budget` cuts to no
 less; `agent.providers.minimum_cacheable` gives each model's)."""
@@ -235,7 +237,8 @@ def _values(settings: HistorySettings) -> dict[str, object]:
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None, **explicit: Any) -> HistorySettings:
-    """Settings for the command line and demos: `HISTORY_TAIL=40,80` overrides the default tail.
+    """Settings for the command line and demos: `CHAT_OUTLINE_TAIL=40,80` (or its former name,
+    `HISTORY_TAIL`) overrides the default tail.
 
     Explicit keyword arguments (a `--tail` on the command line, say) beat the environment, None
     among them (`steps=None` turns the step outlines off): leave a setting out to take the
@@ -243,9 +246,9 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **explicit: Any)
     """
     environ = os.environ if environ is None else environ
     given = dict(explicit)
-    raw = environ.get(TAIL_VARIABLE)
-    if "tail" not in given and raw:
-        given["tail"] = parse_pair(raw, name=TAIL_VARIABLE)
+    name = next((n for n in (TAIL_VARIABLE, FORMER_TAIL_VARIABLE) if environ.get(n)), None)
+    if "tail" not in given and name is not None:
+        given["tail"] = parse_pair(environ[name], name=name)
     given.setdefault("summarizer", "echo")
     return HistorySettings(**given)
 

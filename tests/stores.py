@@ -1,7 +1,8 @@
 """The stores the contract suite runs on: SQLite always, PostgreSQL when a server is given.
 
-`HISTORY_TEST_POSTGRES` names the server (`.ci/run` sets it). Without it the PostgreSQL tests
-are skipped with a message; under CI (`CI=true`) a missing or unreachable server fails them.
+`CHAT_OUTLINE_TEST_POSTGRES` (or its former name, `HISTORY_TEST_POSTGRES`) names the server
+(`.ci/run` sets it). Without it the PostgreSQL tests are skipped with a message; under CI
+(`CI=true`) a missing or unreachable server fails them.
 Each PostgreSQL test gets a schema of its own, dropped afterwards.
 """
 
@@ -21,7 +22,9 @@ import pytest
 if TYPE_CHECKING:
     from asyncpg import Record
 
-POSTGRES_VARIABLE = "HISTORY_TEST_POSTGRES"
+POSTGRES_VARIABLE = "CHAT_OUTLINE_TEST_POSTGRES"
+FORMER_POSTGRES_VARIABLE = "HISTORY_TEST_POSTGRES"
+"""Its name before every variable took the `CHAT_OUTLINE_` prefix: still read."""
 KINDS = ("sqlite", "postgresql")
 
 
@@ -33,7 +36,7 @@ def _unavailable(reason: str) -> NoReturn:
 
 def postgres_server() -> str:
     """The test server's URL; skips (fails under CI) when there is none."""
-    url = os.environ.get(POSTGRES_VARIABLE, "")
+    url = os.environ.get(POSTGRES_VARIABLE) or os.environ.get(FORMER_POSTGRES_VARIABLE, "")
     if not url:
         _unavailable(f"set {POSTGRES_VARIABLE}=postgresql://user@host:port/database")
     return url

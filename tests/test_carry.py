@@ -162,7 +162,7 @@ async def test_a_message_stored_with_other_content_or_place_is_refused(
 
 async def test_a_bad_line_is_refused_naming_its_place() -> None:
     good = json.dumps({"kind": "chat-history", "format": 1})
-    with pytest.raises(InputError, match=r"^dump.jsonl:2: not a chat-history record \(.*'mystery'"):
+    with pytest.raises(InputError, match=r"^dump.jsonl:2: not a chat-outline record \(.*'mystery'"):
         read_records([good, '{"kind": "mystery"}'], source="dump.jsonl")
     with pytest.raises(InputError, match=r"^dump.jsonl:1: .*JSON"):
         read_records(["{not json"], source="dump.jsonl")
@@ -178,7 +178,7 @@ async def test_exporting_a_thread_that_is_not_stored_is_refused(tmp_path: Path) 
     async with opened(tmp_path / "empty.sqlite") as store:
         with pytest.raises(NotFoundError, match="'ghost'"):
             await exported(store, "ghost")
-        assert await exported(store) == '{"kind":"chat-history","format":3}\n'
+        assert await exported(store) == '{"kind":"chat-outline","format":3}\n'
 
 
 async def test_a_messages_provider_form_is_carried_with_it(tmp_path: Path, database: str) -> None:

@@ -36,6 +36,7 @@ CHAT = [
 def clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("HISTORY_TAIL", raising=False)
+    monkeypatch.delenv("CHAT_OUTLINE_TAIL", raising=False)
     monkeypatch.delenv("CHAT_OUTLINE_DB", raising=False)
     monkeypatch.chdir(tmp_path)
 
@@ -124,7 +125,7 @@ def test_prompt_zoom_and_search_as_json_hold_what_the_text_shows(
     assert isinstance(found, dict) and found["query"] == "49 euros"
     _, text, _ = run(capsys, "search", "t", "49", "euros", "--limit", "2", "--db", db)
     assert [f"{h['label']}|{h['text']}" for h in found["hits"]] == text.splitlines()
-    assert set(found["hits"][0]) == {"label", "level", "index", "text", "at", "message"}
+    assert set(found["hits"][0]) == {"label", "level", "index", "text", "at", "message", "terms"}
     nothing = as_json(capsys, "search", "t", "zebra", "--db", db)
     assert nothing == {"thread": "t", "query": "zebra", "hits": []}
 
@@ -341,8 +342,8 @@ def test_stats_prices_known_models_and_names_the_unknown(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["threads", "--bogus"], "chat-outline: unrecognized arguments: --bogus (see "
-                                 "chat-outline --help)"),
+        (["threads", "--bogus"], "chat-outline threads: unrecognized arguments: --bogus (see "
+                                 "chat-outline threads --help)"),
         (["show"], "chat-outline show: the following arguments are required: thread "
                    "(see chat-outline show --help)"),
         (["search", "t", "x", "--limit", "0"], "chat-outline search: argument --limit: must "

@@ -20,6 +20,7 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tables as wide as they need, whatever the terminal the tests run in."""
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("HISTORY_TAIL", raising=False)
+    monkeypatch.delenv("CHAT_OUTLINE_TAIL", raising=False)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
@@ -91,10 +92,15 @@ def test_show_draws_the_tree_with_the_outline_marked_then_the_outline_and_the_ta
 def test_show_depth_limits_the_levels_drawn(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "show", "t", "--depth", "1", "--db", db)
     assert code == 0
-    assert [line[:20] for line in out.splitlines()[1:4]] == [
+    # Each top node and one level under it, no deeper.
+    assert [line[: line.find("Ana") + 3] for line in out.splitlines()[1:8]] == [
         "├──         0+8  Ana",
+        "│   ├──         0+4  Ana",
+        "│   └──         4+4  Ana",
         "└──         8+4  Ana",
-        "",
+        "    ├──         8+2  Ana",
+        "    └──        10+2  Ana",
+        "",  # line.find gave -1: the blank line after the tree
     ]
 
 

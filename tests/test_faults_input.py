@@ -46,6 +46,7 @@ def cli(*argv: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[
     """`chat-outline ARGV` in a process of its own, run from this checkout."""
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("HISTORY_TAIL", None)
+    env.pop("CHAT_OUTLINE_TAIL", None)
     return subprocess.run(
         [sys.executable, "-m", "history.cli", *map(str, argv)],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env, check=False,
@@ -166,7 +167,7 @@ def test_export_never_follows_a_link_planted_where_it_writes(example: Path, tmp_
     result = cli("export", "--out", out, "--db", example)
     assert result.returncode == 0, result.stderr
     assert victim.read_text() == "precious\n"
-    assert not out.is_symlink() and out.read_text().startswith('{"kind":"chat-history"')
+    assert not out.is_symlink() and out.read_text().startswith('{"kind":"chat-outline"')
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == [
         ".out.jsonl.partial", ".out.jsonl.tmp",
     ]  # fmt: skip
@@ -186,7 +187,7 @@ def test_a_store_that_cannot_be_opened_is_one_line_with_no_thread_traceback(
     ]
     for run in runs:
         _, err = run.communicate(timeout=120)
-        refused(subprocess.CompletedProcess(command, run.returncode, "", err), "cannot open")
+        refused(subprocess.CompletedProcess(command, run.returncode, "", err), "is a directory")
 
 
 # 11. No side effects
@@ -361,7 +362,7 @@ INCONSISTENT: dict[str, tuple[Callable[[list[dict[str, Any]]], object], str]] = 
     ),
     "a seq past 2**63": (
         lambda r: first(r, "message", seq=3).update(seq=2**64),
-        "not a chat-history record (message.seq: Input should be less than or equal to",
+        "not a chat-outline record (message.seq: Input should be less than or equal to",
     ),
     "a tail with an unknown id": (
         lambda r: first(r, "outline")["tail"][0].__setitem__(0, "ghost"),
@@ -369,7 +370,7 @@ INCONSISTENT: dict[str, tuple[Callable[[list[dict[str, Any]]], object], str]] = 
     ),
     "a negative weight": (
         lambda r: first(r, "message", seq=2).update(weight=-(10**9)),
-        "not a chat-history record (message.weight: Input should be greater than or equal to 0)",
+        "not a chat-outline record (message.weight: Input should be greater than or equal to 0)",
     ),
     "an absurd weight": (
         lambda r: first(r, "message", seq=2).update(weight=10**12),
@@ -545,7 +546,7 @@ def test_a_chatgpt_time_past_any_date_is_one_bad_record(
         "is not a time"
     )
     assert main(["ingest", str(export), "--skip-bad", "--db", db]) == 0
-    assert "1 messages, 1 new" in capsys.readouterr().out
+    assert "1 message, 1 new" in capsys.readouterr().out
 
 
 def test_a_lone_surrogate_is_one_bad_record_at_its_place(

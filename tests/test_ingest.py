@@ -141,7 +141,7 @@ def test_a_thread_deleted_event_erases_what_came_before(
     )
     code, out, _ = run(capsys, "ingest", source, "--db", db)
     assert code == 0
-    assert out.splitlines()[0].endswith("3 messages, 3 new, 0 already stored, 1 thread erases")
+    assert out.splitlines()[0].endswith("3 messages, 3 new, 0 already stored, 1 thread erase")
     assert {t: [m[0] for m in ms] for t, ms in stored(db).items()} == {"t": ["m1"], "u": ["m2"]}
     assert run(capsys, "ingest", source, "--db", db)[0] == 0
     assert {t: [m[0] for m in ms] for t, ms in stored(db).items()} == {"t": ["m1"], "u": ["m2"]}
@@ -500,7 +500,7 @@ def test_honours_history_tail_from_the_environment(
     monkeypatch.setenv("HISTORY_TAIL", "40,80")
     code, out, _ = run(capsys, "ingest", example, "--db", db)
     assert code == 0
-    assert out.splitlines()[1] == f"{db}: 1 threads; 16 messages processed, 0 lines asked of 'echo'"
+    assert out.splitlines()[1] == f"{db}: 1 thread; 16 messages processed, 0 lines asked of 'echo'"
 
     async def levels() -> list[int]:
         store = open_store(db)

@@ -115,7 +115,7 @@ def test_stats_show_calls_tokens_and_cost_per_thread(
         (["export", "nope", "--out", "x.jsonl"], "no thread 'nope' in 'chat-outline.sqlite'"),
         (["stats", "--thread", "nope"], "no thread 'nope' in 'chat-outline.sqlite'"),
         (["load", "absent.jsonl"], "cannot read 'absent.jsonl': No such file"),
-        (["load", "bad.jsonl"], "bad.jsonl:1: not a chat-history record"),
+        (["load", "bad.jsonl"], "bad.jsonl:1: not a chat-outline record"),
     ],
 )
 def test_a_mistake_is_a_message_and_a_status_never_a_traceback(

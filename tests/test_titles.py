@@ -42,7 +42,7 @@ def test_threads_shows_each_conversation_with_its_title_and_matches_on_it(
     cells = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert cells == ["Menu prices", MENU, "Café opening hours & a logo", CAFE]
     code, out, _ = run(capsys, "threads", "--match", "CAFÉ", "--db", db)
-    assert code == 0 and out.splitlines()[0] == f"1 threads in {db}"
+    assert code == 0 and out.splitlines()[0] == f"1 thread in {db}"
     assert CAFE in out and MENU not in out
     assert run(capsys, "threads", "--match", "67a1c2d3-0000", "--db", db)[1].count("Menu") == 1
     assert run(capsys, "threads", "--match", "tea", "--db", db)[1] == (

@@ -45,6 +45,7 @@ def parser() -> argparse.ArgumentParser:
         description="A chat history plugin: a tail, a summary tree and a bounded outline.",
     )
     top.add_argument("--version", action="version", version=f"chat-outline {__version__}")
+    top.add_argument("--db", dest="top_db", metavar="DB", help="the store of the command after it")
     commands = top.add_subparsers(dest="command", required=True)
     for register in REGISTER:
         register(commands)
@@ -52,7 +53,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    top = parser()
+    args, unknown = top.parse_known_args(argv)
+    own = _command_parser(top, args.command)
+    if unknown:  # the command's options: its own help, not the top's
+        own.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.top_db is not None:  # `chat-outline --db x threads`
+        if "db" not in args:
+            own.error("takes no --db")
+        args.db = args.db or args.top_db
     if "db" in args and args.command != "demo":  # the demo's store is temporary unless named
         args.db = store_of(args.db)
     try:
@@ -68,3 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("chat-outline: interrupted; what was stored is kept", file=sys.stderr)
         return 130
     return code
+
+
+def _command_parser(top: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of the command `name`."""
+    (commands,) = (a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    found: argparse.ArgumentParser = commands.choices[name]
+    return found

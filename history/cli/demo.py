@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from ..settings import TAIL_VARIABLE, HistorySettings
+from ..settings import FORMER_TAIL_VARIABLE, TAIL_VARIABLE, HistorySettings
 from .ingest import write_files
 from .options import (
     Commands,
@@ -38,7 +38,7 @@ TAIL = (400, 800)
 OUTLINE = (1_200, 2_400)
 """Bytes: room for about fifteen lines, so the outline folds again and again."""
 LINE = 160
-DEPTH = 3
+DEPTH = 2
 THREAD = "launch"
 AGENT = "north"
 """The assistant of the chat: the prompt shown is what it is sent."""
@@ -48,11 +48,13 @@ def register(commands: Commands) -> None:
     demo = command(
         commands, "demo", _demo,
         help="ingest a bundled planning chat with a small tail, and show its history",
-        description=f"The demo's own defaults: --tail {TAIL[0]},{TAIL[1]} (or HISTORY_TAIL), "
+        description=f"The demo's own defaults: --tail {TAIL[0]},{TAIL[1]} (or CHAT_OUTLINE_TAIL), "
         f"--outline {OUTLINE[0]},{OUTLINE[1]}, --line {LINE}; a temporary store unless --db.",
     )  # fmt: skip
     demo.add_argument("--db", help="keep the demo's store in this SQLite file (temporary)")
-    demo.add_argument("--depth", type=positive, default=DEPTH, help=f"tree levels drawn ({DEPTH})")
+    demo.add_argument(
+        "--depth", type=positive, default=DEPTH, help=f"levels drawn under each top node ({DEPTH})"
+    )
     budgets(demo)
     rebuild_option(demo)
 
@@ -62,7 +64,7 @@ def _demo(args: argparse.Namespace) -> int:
     log_to_stderr()
     given = given_budgets(args)
     settings = settings_of(args)
-    if "tail" not in given and not os.environ.get(TAIL_VARIABLE):
+    if "tail" not in given and not any(map(os.environ.get, (TAIL_VARIABLE, FORMER_TAIL_VARIABLE))):
         settings = settings.with_changes(tail=TAIL)
     if "outline" not in given:
         settings = settings.with_changes(outline=OUTLINE)

@@ -29,7 +29,7 @@ from .options import (
     rebuild_option,
     settings_of,
 )
-from .output import err, log_to_stderr, report_problems, say
+from .output import counted, err, log_to_stderr, report_problems, say
 from .stores import opened
 
 if TYPE_CHECKING:
@@ -176,14 +176,16 @@ async def write_files(
     if quiet:
         return 0
     for parsed, tally in zip(files, tallies, strict=True):
-        erased = f", {tally.erased} thread erases" if tally.erased else ""
+        erased = f", {counted(tally.erased, 'thread erase')}" if tally.erased else ""
         print(
-            f"{parsed.path} ({parsed.format}): {parsed.messages} messages, {tally.new} new, "
+            f"{parsed.path} ({parsed.format}): {counted(parsed.messages, 'message')}, "
+            f"{tally.new} new, "
             f"{tally.known} already stored{erased}"
         )
     c = history.counters
     print(
-        f"{db}: {threads} threads; {c.processed} messages processed, {c.asks} lines asked of "
+        f"{db}: {counted(threads, 'thread')}; {counted(c.processed, 'message')} processed, "
+        f"{counted(c.asks, 'line')} asked of "
         f"{settings.summarizer!r}"
     )
     return 0

@@ -47,12 +47,24 @@ def print_json(value: object) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
 
 
+def counted(n: int, thing: str) -> str:
+    """`1 thread`, `2 threads`."""
+    return f"{n:,} {thing}{'' if n == 1 else 's'}"
+
+
 def say(text: str) -> None:
     """A note on stderr, as the command's own line."""
     print(f"chat-outline: {text}", file=sys.stderr)
 
 
+LISTED = 20
+"""The most bad records listed; the rest are counted."""
+
+
 def report_problems(problems: Sequence[tuple[Path, Problem]]) -> None:
-    """Each bad record on stderr: its file, where in it, and why."""
-    for path, problem in problems:
+    """The first `LISTED` bad records on stderr (its file, where in it, and why), then how many
+    more there are: a binary file is not thousands of lines."""
+    for path, problem in problems[:LISTED]:
         print(f"{path}:{problem.where}: {problem.reason}", file=sys.stderr)
+    if len(problems) > LISTED:
+        say(f"and {counted(len(problems) - LISTED, 'more bad record')}")

@@ -1,4 +1,5 @@
-"""`chat-outline prompt`, `zoom` and `search`: what an agent of a thread reads, read only.
+"""`chat-outline prompt`, `zoom`, `search` and `messages`: what an agent of a thread reads, and
+its stored messages, read only.
 
 What is stored but not yet processed is shown whole, as an agent is sent it. Nothing is
 summarized, so no budget applies and no summarizer is named: the offline one stands in, never
@@ -67,6 +68,17 @@ def register(commands: Commands) -> None:
     )
     db_option(search)
     json_option(search)
+
+    messages = command(
+        commands, "messages", _run(_messages), help="a thread's stored messages, a page at a time"
+    )
+    messages.add_argument("thread")
+    messages.add_argument(
+        "--after", type=int, default=-1, metavar="SEQ", help="the page after this seq (the first)"
+    )
+    messages.add_argument("--limit", type=positive, default=50, help="messages a page (50)")
+    db_option(messages)
+    json_option(messages)
 
 
 Read = Callable[["History", str, argparse.Namespace], Awaitable[None]]
@@ -144,12 +156,35 @@ async def _search(history: History, thread: str, args: argparse.Namespace) -> No
     if args.json:
         print_json({"thread": thread, "query": query, "hits": [
             {"label": h.label, "level": h.level, "index": h.index, "text": h.text,
-             "at": format_at(h.at), "message": h.message} for h in hits
+             "at": format_at(h.at), "message": h.message, "terms": list(h.terms)}
+            for h in hits
         ]})  # fmt: skip
         return
     if not hits:
         say("nothing found")
-    sys.stdout.write("".join(f"{hit.label}|{hit.text}\n" for hit in hits))
+    # A message found through the ones next to it holds none of the words: it says so.
+    near = "  (next to a hit: it holds none of the words)"
+    sys.stdout.write("".join(f"{h.label}|{h.text}{'' if h.terms else near}\n" for h in hits))
+
+
+async def _messages(history: History, thread: str, args: argparse.Namespace) -> None:
+    from ..lines import one_line
+    from .report import stored_json
+
+    page = await history.messages(thread, after=args.after, limit=args.limit + 1)
+    after = page[args.limit - 1].seq if len(page) > args.limit else None
+    del page[args.limit :]
+    if args.json:
+        print_json({"thread": thread, "messages": [stored_json(s) for s in page], "next": after})
+        return
+    for s in page:
+        m = s.message
+        to = f" → {m.to}" if m.to else ""
+        kind = " (step)" if m.step else ""
+        said = f"{m.author}{to}{kind}: {one_line(m.text)}"
+        sys.stdout.write(f"{s.seq:>6}  {format_at(m.at)}  {said}\n")
+    if after is not None:
+        say(f"more: --after {after}")
 
 
 async def only_agent(history: History, thread: str) -> str | None:

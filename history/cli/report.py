@@ -16,6 +16,7 @@ from ..errors import NotFoundError
 from ..lines import label, line_of
 from ..settings import listed
 from ..store import Store
+from .output import counted
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -172,8 +173,8 @@ def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
     titled = f" “{f.title}”" if f.title else ""
     root = Tree(
         Text(
-            f"{f.thread}{titled}: {f.messages} messages, {f.nodes} lines in {f.depth} levels; "
-            f"▶ marks the {f.lines} lines of the outline",
+            f"{f.thread}{titled}: {counted(f.messages, 'message')}, {counted(f.nodes, 'line')} in "
+            f"{counted(f.depth, 'level')}; ▶ marks the {counted(f.lines, 'line')} of the outline",
             style="bold",
         )
     )
@@ -187,7 +188,7 @@ def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
         text.append(f"{node.label:>9}  ", style="cyan")
         text.append(node.text.replace("\n", " ⏎ "), style="bold" if mark.strip() else "")
         branch = parent.add(text)
-        if node.level == 0 or room == 1:
+        if node.level == 0 or room == 0:
             return
         for index in (2 * node.index, 2 * node.index + 1):
             child = nodes.get((node.level - 1, index))
@@ -322,11 +323,15 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
             }
             for agent, o in sorted(snap.outline.steps.items())
         },
-        "tail": [
-            {"index": s.index, "seq": s.seq, "id": s.message.id, "author": s.message.author,
-             "to": s.message.to, "at": format_at(s.message.at), "step": s.message.step,
-             "tokens": s.weight, "text": s.message.text,
-             "files": [f.to_json() for f in s.message.files]}
-            for s in snap.whole
-        ],
+        "tail": [stored_json(s) for s in snap.whole],
+    }  # fmt: skip
+
+
+def stored_json(s: Stored) -> dict[str, Any]:
+    """A stored message as `show --json`'s tail and `messages --json` print it."""
+    m = s.message
+    return {
+        "index": s.index, "seq": s.seq, "id": m.id, "author": m.author, "to": m.to,
+        "at": format_at(m.at), "step": m.step, "tokens": s.weight, "text": m.text,
+        "files": [f.to_json() for f in m.files],
     }  # fmt: skip

@@ -9,7 +9,7 @@ import dataclasses
 import anyio
 
 from .options import Commands, command, db_option, json_option, positive
-from .output import out, print_json
+from .output import counted, out, print_json
 from .stores import must_exist, opened
 
 
@@ -47,7 +47,7 @@ async def _list(args: argparse.Namespace) -> int:
         matching = f" matching {args.match!r}" if args.match is not None else ""
         print(f"no threads{matching} in {args.db!r}")
     else:
-        print(f"{len(figures)} threads in {args.db}")
+        print(f"{counted(len(figures), 'thread')} in {args.db}")
         out().print(report.threads_table(figures))
     return 0
 

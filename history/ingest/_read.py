@@ -146,10 +146,14 @@ def detect(data: bytes, path: Path) -> Format:
         value = loads(data)
     except InputError as exc:
         raise InputError(f"{str(path)!r}: {exc}") from None
-    except ValueError:  # not UTF-8, not JSON
+    except ValueError as exc:  # not UTF-8, not JSON
         first = next((line for line in data.splitlines() if line.strip()), b"")
         if first.lstrip().startswith(b"{"):
             return "jsonl"
+        if first.lstrip().startswith(b"["):
+            raise InputError(
+                f"{str(path)!r} starts as JSON but does not parse ({exc}): is it cut short?"
+            ) from None
         raise InputError(
             f"cannot tell the format of {str(path)!r}: it is neither JSON nor JSON lines; "
             f"name it with --format ({', '.join(FORMATS)})"

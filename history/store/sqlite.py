@@ -85,6 +85,8 @@ class SQLite:
     async def connect(self, recognise: Callable[[], Awaitable[set[str]]]) -> bool:
         memory = self.url == ":memory:"
         found = not memory and _has_data(self.url)
+        if not (memory or found) and _is_directory(self.url):
+            raise StoreError(f"{self.url!r} is a directory: name a SQLite file in it, or a URL")
         if not (memory or found or self._create):
             raise StoreError(f"no chat-outline store at {self.url!r} (no file, or an empty one)")
         if found:
@@ -242,6 +244,13 @@ def _roll_back(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
     except sqlite3.Error as exc:
         log.warning("rollback failed: %s", exc)
+
+
+def _is_directory(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _has_data(path: str) -> bool:
