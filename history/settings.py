@@ -28,7 +28,7 @@ FORMER_TAIL_VARIABLE = "HISTORY_TAIL"
 """The tail's variable before every variable took the `CHAT_OUTLINE_` prefix: still read."""
 CACHED = 1_024
 """Tokens: the least prompt OpenAI and most Anthropic models cache (`for_budget` cuts to no
-less; `agent.providers.minimum_cacheable` gives each model's)."""
+less; `agent.caching.minimum_cacheable` gives each model's)."""
 SMALLEST_BUDGET = 2_000
 """Tokens: the least `HistorySettings.for_budget` takes (its lines are then 100 bytes)."""
 

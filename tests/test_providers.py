@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,17 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models.anthropic import AnthropicModelSettings
+from pydantic_ai.settings import ModelSettings
 
 from history import ThreadHistory, render_view
+from history.agent.caching import facts, minimum_cacheable, split
 from history.agent.providers import (
     NEXT,
     Measured,
     Reply,
     Wire,
     measure,
-    minimum_cacheable,
     recording_model,
-    split,
 )
 from history.cli import main
 
@@ -138,6 +139,12 @@ def test_a_request_is_measured_against_its_providers_minimum() -> None:
     assert minimum_cacheable("anthropic:claude-opus-4-5") == 4_096
     assert minimum_cacheable("anthropic:claude-haiku-4-5") == 4_096
     assert minimum_cacheable("openai:gpt-5.6") == 1_024
+    # Anthropic's table: Opus 5 from 512, Opus 4.8 from 1,024, Opus 4.7 from 2,048.
+    assert minimum_cacheable("anthropic:claude-opus-5") == 512
+    assert minimum_cacheable("anthropic:claude-opus-4-8") == 1_024
+    assert minimum_cacheable("anthropic:claude-opus-4.7") == 2_048
+    assert minimum_cacheable("anthropic:claude-opus-4-6") == 4_096
+    assert minimum_cacheable("anthropic:claude-haiku-3-5") == 2_048
     body = {
         "system": [{"type": "text", "text": "Be brief."}],
         "messages": [
@@ -196,6 +203,55 @@ async def test_anthropic_marks_stay_within_four_the_full_blocks_mark_first(
     assert outline_marks and "\n0+1|" in outline_marks[0]  # the full block's mark is kept
 
 
+def breakpoint_texts(value: object) -> list[str]:
+    """The text of every block of an OpenAI body that carries an explicit cache breakpoint."""
+    if isinstance(value, list):
+        return [text for item in value for text in breakpoint_texts(item)]
+    if not isinstance(value, dict):
+        return []
+    found = [str(value.get("text", value))] if "prompt_cache_breakpoint" in value else []
+    return found + [t for v in value.values() for t in breakpoint_texts(v)]
+
+
+@pytest.mark.parametrize("model_name", ["openai:gpt-5.6", "openai-chat:gpt-5.6"])
+@pytest.mark.parametrize("settings", [{}, {"cache": True}])
+async def test_openai_models_that_take_breakpoints_get_the_outlines_within_four(
+    open_history: Opener, model_name: str, settings: ModelSettings
+) -> None:
+    """GPT-5.6 and later take explicit breakpoints (pydantic-ai maps `CachePoint` onto them):
+    the view places the outline's, within the four a request may carry, the full block's
+    first; a model before GPT-5.6 gets none."""
+    async with open_history(summarizer="echo", tail=(30, 60), kept=2) as run:
+        await run.send(*exchange([f"item {k}" for k in range(12)]))
+        bodies = []
+        for name in (model_name, model_name.replace("5.6", "5.5")):
+            model, wire = recording_model(name)
+            hook = ThreadHistory(run.history, "t", agent="north", user="Ana", block_lines=16)
+            agent = Agent(model, capabilities=[hook], model_settings=settings)
+            await agent.run("Where are we?", instructions="Be brief.")
+            bodies.append(wire.bodies[0])
+        outline = await run.history.outline("t")
+    assert outline is not None and 16 < len(outline.lines) < 32  # a full block, a partial one
+    marked, older = breakpoint_texts(bodies[0]), breakpoint_texts(bodies[1])
+    outline_marks = [m for m in marked if "+1|" in m]
+    assert 0 < len(marked) <= facts(model_name).marks == 4
+    assert len(outline_marks) == (1 if settings else 2)  # the app's own marks come first
+    assert "\n0+1|" in outline_marks[0]  # the full block's mark is kept
+    assert older == [] and facts(model_name.replace("5.6", "5.5")).marks == 0
+
+
+def test_cache_facts_come_from_pydantic_ais_profiles() -> None:
+    """Retention is the profile's; the write premium is the provider's for it."""
+    anthropic, openai, older = (
+        facts(m) for m in ("anthropic:claude-sonnet-4-5", "openai:gpt-5.6", "openai:gpt-5.5")
+    )
+    assert (anthropic.retention, anthropic.write, anthropic.marks) == (
+        timedelta(minutes=5), 1.25, 4,
+    )  # fmt: skip
+    assert (openai.retention, openai.write, openai.marks) == (timedelta(minutes=30), 1.25, 4)
+    assert (older.retention, older.write, older.marks) == (None, 1.0, 0)
+
+
 async def test_render_view_shows_what_a_named_provider_receives_and_records_nothing(
     open_history: Opener,
 ) -> None:
@@ -207,6 +263,7 @@ async def test_render_view_shows_what_a_named_provider_receives_and_records_noth
         )
         after = await run.history.store.pending("t", -1, 1_000)
         openai = await render_view(run.history, "t", agent="north", model="openai:gpt-5.6")
+        older = await render_view(run.history, "t", agent="north", model="openai:gpt-5.5")
     assert after == before  # read only
     request = shown.request
     assert request is not None and openai.request is not None
@@ -220,9 +277,13 @@ async def test_render_view_shows_what_a_named_provider_receives_and_records_noth
     assert "0+1|Ana → north: Plan the launch" in json.dumps(
         items(request.body)[0], ensure_ascii=False
     )
-    # OpenAI takes no marks: its cached prefix ends with the outline.
+    # GPT-5.6 takes explicit breakpoints: the outline's, its cached prefix ending there.
     o = openai.request.measured
-    assert (o.marks, o.max_marks) == (0, 0) and 0 < o.cached < o.tokens
+    assert (o.marks, o.max_marks) == (1, 4) and 0 < o.cached < o.tokens
+    assert older.request is not None
+    assert "prompt_cache_breakpoint" not in json.dumps(older.request.body)
+    old = older.request.measured  # no marks: the prefix it caches ends with the outline
+    assert (old.marks, old.max_marks) == (0, 0) and 0 < old.cached < old.tokens
 
 
 def test_the_prompt_command_prints_the_providers_request(

@@ -49,14 +49,13 @@ from ..lines import size
 from ..plugin import History
 from ._cold import COLD_WAIT, check_wait, outline_for
 from ._tail import answered
+from .caching import MAX_MARKS
 from .lookup import PAGE, search, zoom
 from .prompt import Run, build
 from .steps import Returns, encode, prompt_content, request_steps, response_step, response_text
 
 log = logging.getLogger(__name__)
 
-MAX_MARKS = 4
-"""Cache marks a request may carry: Anthropic's limit (and Bedrock's), the lowest there is."""
 CACHE_SETTINGS = (
     "anthropic_cache",
     "anthropic_cache_instructions",

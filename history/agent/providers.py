@@ -9,11 +9,10 @@ in the provider's own format (text, a tool call, reasoning or thinking), so noth
 machine and the API keys are fakes. `measure` sizes a recorded request: its tokens, its cache
 marks, and whether the prefix it marks for caching reaches the provider's minimum.
 
-Where the numbers come from: Anthropic caches a prefix of at least 1,024 tokens on most Claude
-models and 4,096 on Claude Opus 4.5 and later and Haiku 4.5 (2,048 on Haiku 3 and 3.5); it takes
-at most 4 `cache_control` marks a request (Anthropic's prompt caching guide; pydantic-ai's
-`_cache_health.py` and `AnthropicModel._limit_cache_points` use the same figures). OpenAI caches
-prefixes of 1,024 tokens and more on its own, with no marks (OpenAI's prompt caching guide).
+Where the numbers come from: `caching.facts` (pydantic-ai's model profiles, and a cited table
+for what they do not hold). Anthropic takes up to 4 `cache_control` marks a request, OpenAI's
+GPT-5.6 and later up to 4 explicit breakpoints (pydantic-ai maps `CachePoint` onto both); earlier
+OpenAI models cache the longest prefix they have seen, of 1,024 tokens or more, with no marks.
 Tokens are counted with the thread's tokenizer (tiktoken's `cl100k_base` by default, the one
 shipped offline): OpenAI's current models use `o200k_base` and Claude its own, so a provider's
 own count differs by a few percent.
@@ -24,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import httpx2
 from pydantic_ai import Agent
@@ -32,23 +31,11 @@ from pydantic_ai.messages import CompactionPart
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from ..errors import ConfigurationError
 from ..plugin import History
 from ..processors.weight import tokens
-from ..settings import CACHED
+from .caching import Kind, facts, split
 from .capability import ThreadHistory
 from .prompt import view
-
-Kind = Literal["openai-chat", "openai-responses", "anthropic"]
-KINDS: dict[str, Kind] = {
-    "openai": "openai-responses",
-    "openai-responses": "openai-responses",
-    "openai-chat": "openai-chat",
-    "anthropic": "anthropic",
-}
-"""pydantic-ai's model name prefixes, as `infer_model` reads them (`openai:` is Responses)."""
-MAX_MARKS = {"openai-chat": 0, "openai-responses": 0, "anthropic": 4}
-"""Cache marks a request may carry (OpenAI caches without marks)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,29 +47,6 @@ class Reply:
     """A tool call: its tool's name and arguments."""
     thinking: str = ""
     """Reasoning (Responses, with encrypted content) or thinking (Anthropic, with a signature)."""
-
-
-def minimum_cacheable(model: str) -> int:
-    """The fewest tokens `model`'s provider caches (see the module docstring for the source)."""
-    kind, name = split(model)
-    if kind != "anthropic":
-        return CACHED
-    if "haiku-4" in name or any(f"opus-{v}" in name for v in ("4-5", "4.5", "5", "6")):
-        return 4_096
-    if "haiku-3" in name:
-        return 2_048
-    return CACHED
-
-
-def split(model: str) -> tuple[Kind, str]:
-    """A `provider:name` model string as the kind of request it makes and the model's name."""
-    prefix, sep, name = model.partition(":")
-    if not sep or not name or prefix not in KINDS:
-        raise ConfigurationError(
-            f"unknown model {model!r}: name one as provider:model, the provider one of "
-            f"{', '.join(sorted(KINDS))} (like 'openai:gpt-5.6' or 'anthropic:claude-sonnet-4-5')"
-        )
-    return KINDS[prefix], name
 
 
 @dataclass(kw_only=True)
@@ -146,11 +110,12 @@ class Measured:
     bytes: int
     """Size of the request body, as sent."""
     marks: int
-    """`cache_control` marks (Anthropic); OpenAI takes none."""
+    """Cache marks: Anthropic's `cache_control`, OpenAI's `prompt_cache_breakpoint`."""
     max_marks: int
     cached: int
-    """Tokens of the prefix up to the last mark (Anthropic), or up to the outline's end (OpenAI
-    caches the longest prefix it has seen; this one holds until the next cut)."""
+    """Tokens of the prefix up to the last mark, or, for a model that takes none, up to the
+    outline's end (it caches the longest prefix it has seen; this one holds until the next
+    cut)."""
     minimum: int
     """The fewest tokens the provider caches."""
 
@@ -191,13 +156,14 @@ def measure(
     Args:
         model: the `provider:name` the body was recorded for.
         body: the JSON body.
-        outline_end: for OpenAI, which caches without marks: the outline's last line, where
-            the prefix that holds until the next cut ends; None when there is no outline.
+        outline_end: for a model that caches without marks (OpenAI's before GPT-5.6): the
+            outline's last line, where the prefix that holds until the next cut ends; None when
+            there is no outline.
         encoding: the tiktoken encoding to count with.
     """
-    kind, _ = split(model)
+    cache = facts(model)
     content = pieces(model, body, encoding=encoding)
-    if kind == "anthropic":
+    if cache.marks:
         upto = max((k + 1 for k, p in enumerate(content) if p.marked), default=0)
     else:
         ends = [k + 1 for k, p in enumerate(content) if outline_end and outline_end in p.text]
@@ -208,9 +174,9 @@ def measure(
         tokens=sum(counts),
         bytes=len(json.dumps(body, ensure_ascii=False).encode()),
         marks=sum(p.marked for p in content),
-        max_marks=MAX_MARKS[kind],
+        max_marks=cache.marks,
         cached=sum(counts[:upto]),
-        minimum=minimum_cacheable(model),
+        minimum=cache.minimum,
     )
 
 
@@ -222,7 +188,7 @@ class Piece:
     """What the model reads of it."""
     tokens: int
     marked: bool
-    """Whether it carries a cache mark: the prefix up to it is cached (Anthropic)."""
+    """Whether it carries a cache mark: the prefix up to it is cached."""
 
 
 def pieces(model: str, body: dict[str, Any], *, encoding: str = "cl100k_base") -> list[Piece]:
@@ -238,20 +204,19 @@ def _content(kind: Kind, body: dict[str, Any]) -> Iterator[tuple[str, bool]]:
     """The body's pieces in the provider's cache order (tools, system, messages), as text the
     model reads and whether each carries a cache mark."""
     for tool in body.get("tools", []):
-        marked = isinstance(tool, dict) and "cache_control" in tool
+        marked = _marked(tool)
         yield json.dumps(_unmarked(tool), ensure_ascii=False), marked
     system = body.get("system", body.get("instructions"))
     if isinstance(system, str):
         yield system, False
     elif isinstance(system, list):
         for block in system:
-            yield _text(block), "cache_control" in block
+            yield _text(block), _marked(block)
     for item in body.get("messages", body.get("input", [])):
         content = item.get("content") if isinstance(item, dict) else None
         if isinstance(content, list):
             for block in content:
-                marked = isinstance(block, dict) and "cache_control" in block
-                yield _text(block), marked
+                yield _text(block), _marked(block)
         else:
             yield _text(item), False
 
@@ -267,9 +232,17 @@ def _text(value: object) -> str:
     return json.dumps(_unmarked(value), ensure_ascii=False)
 
 
+MARKS = ("cache_control", "prompt_cache_breakpoint")
+"""The keys a provider's cache mark is sent as (Anthropic's, OpenAI's)."""
+
+
+def _marked(value: object) -> bool:
+    return isinstance(value, dict) and any(key in value for key in MARKS)
+
+
 def _unmarked(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+        return {k: _unmarked(v) for k, v in value.items() if k not in MARKS}
     return value
 
 
