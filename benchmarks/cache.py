@@ -55,6 +55,9 @@ class Prices:
     the agent's model ($2.00)."""
     summary_output: float = 0.2
     """A token the summarizer writes ($0.40 a million against $2.00)."""
+    own_output: float = 5.0
+    """A token the conversation's own model writes ($10 a million against $2.00), for the
+    compactions a provider runs with it."""
 
 
 @dataclass(frozen=True, kw_only=True)

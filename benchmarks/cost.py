@@ -100,9 +100,11 @@ async def run_one(
     searches: list[float] = []
     first = 0
     kinds: list[str] = []
+    own = False
     for conversation in corpus.conversations:
         setup = Setup(budget=budget or 0, conversation=conversation, behaviour=behaviour)
         strategy = factory(setup)
+        own = getattr(strategy, "own_model", False)
         meter = Meter(prices=prices)
         await strategy.start()
         try:
@@ -135,10 +137,7 @@ async def run_one(
         search=sum(searches) / len(searches) if searches else None,
         seconds=time.perf_counter() - started,
         kinds=tuple(kinds),
-        summarizer=(
-            usage.input_tokens * prices.summary_input + usage.output_tokens * prices.summary_output
-        )
-        / max(len(turns), 1),
+        summarizer=_spend(usage, prices, own=own) / max(len(turns), 1),
     )
     log.info(
         "%s / %s / %s: %d turns, mean cost %.0f, recall %.2f (%.1fs)",
@@ -146,6 +145,14 @@ async def run_one(
         run.seconds,
     )  # fmt: skip
     return run
+
+
+def _spend(usage: Usage, prices: Prices, *, own: bool) -> float:
+    """The summarizer's spend: a small model's, or the conversation's own (`own_model`), whose
+    input is the prompt it just cached."""
+    if own:
+        return usage.input_tokens * prices.read + usage.output_tokens * prices.own_output
+    return usage.input_tokens * prices.summary_input + usage.output_tokens * prices.summary_output
 
 
 async def run_all(

@@ -3,8 +3,9 @@
 Each is made fresh for one conversation and one budget (the most tokens its prompt should
 hold), fed the messages one at a time, and asked for the prompt after each. Messages are
 rendered the same way for all of them (`block`), so only what a strategy keeps, summarizes and
-reorders differs. The peers that need LangChain or LlamaIndex live in
-`langchain_peers` and `llamaindex_peers` and are skipped when those are not installed.
+reorders differs. The peers that need LangChain, LlamaIndex or pydantic-ai's compaction
+libraries live in `langchain_peers`, `llamaindex_peers` and `pydantic_peers` and are skipped
+when those are not installed.
 """
 
 from __future__ import annotations
@@ -193,8 +194,17 @@ PEERS: dict[str, tuple[str, str]] = {
     "langchain-middleware": ("langchain_peers", "Middleware"),
     "langchain-summary-buffer": ("langchain_peers", "SummaryBuffer"),
     "llamaindex-summary-buffer": ("llamaindex_peers", "SummaryBuffer"),
+    "harness-summarizing": ("pydantic_peers", "Summarizing"),
+    "harness-summarizing-whole": ("pydantic_peers", "SummarizingWhole"),
+    "harness-tiered": ("pydantic_peers", "Tiered"),
+    "harness-sliding-window": ("pydantic_peers", "SlidingWindow"),
+    "summarization-pydantic-ai": ("pydantic_peers", "Summarization"),
+    "anthropic-compaction": ("compaction_peers", "Anthropic"),
+    "openai-compaction": ("compaction_peers", "OpenAI"),
 }
-UNBUDGETED = ("full-history",)
+UNBUDGETED = ("full-history", "anthropic-compaction")
+"""Run once, without a budget: the full history, and Anthropic's compaction, whose trigger
+(50,000 tokens at least) no budget of the report reaches."""
 
 
 def available() -> tuple[dict[str, Factory], dict[str, str]]:
