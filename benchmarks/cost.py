@@ -1,7 +1,8 @@
 """Cost and cache, per turn: every strategy on the same conversations, at several budgets.
 
 A turn is one message arriving: the strategy takes it and returns what its agent is sent now,
-and the turn is measured against the strategy's previous prompt (`cache.Meter`). At the end of
+and the turn is measured against the strategy's previous prompt (`cache.Meter`), twice: with
+caches that never expire, and with caches that expire at the message's time. At the end of
 each conversation, its recall is the share of its planted facts whose exact value is still in
 the prompt (and, for chat-outline, the share its search finds).
 """
@@ -11,9 +12,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .cache import Meter, Prices, Prompt, Turn, count
+from .cache import EXPIRING, Meter, Prices, Prompt, Turn, count
 from .corpora import Corpus
 from .fakes import Behaviour, Usage
 from .strategies import UNBUDGETED, Factory, Setup, block
@@ -30,7 +31,9 @@ class Run:
     budget: int | None
     """None for the full history, which has no budget."""
     turns: tuple[Turn, ...]
-    """Every turn of every conversation, in order."""
+    """Every turn of every conversation, in order, with caches that never expire."""
+    expiring: tuple[Turn, ...]
+    """The same turns with caches that expire (`cache.EXPIRING`), at their messages' times."""
     first: int
     """How many of `turns` belong to the corpus's first conversation."""
     usage: Usage
@@ -44,6 +47,10 @@ class Run:
     chat-outline tells `cut`, `cut short` and `fold` apart."""
     summarizer: float = 0.0
     """The summarizer's spend per turn, in the same input-token equivalents as the prompt."""
+
+    def world(self, expiring: bool) -> Run:
+        """This run as measured with caches that expire (or never do)."""
+        return replace(self, turns=self.expiring) if expiring else self
 
     @property
     def breakdown(self) -> dict[str, tuple[int, float]]:
@@ -95,6 +102,7 @@ async def run_one(
 ) -> Run:
     started = time.perf_counter()
     turns: list[Turn] = []
+    expiring: list[Turn] = []
     usage = Usage()
     recalls: list[float] = []
     searches: list[float] = []
@@ -105,14 +113,16 @@ async def run_one(
         setup = Setup(budget=budget or 0, conversation=conversation, behaviour=behaviour)
         strategy = factory(setup)
         own = getattr(strategy, "own_model", False)
-        meter = Meter(prices=prices)
+        meter, timed = Meter(prices=prices), Meter(prices=prices, world=EXPIRING)
         await strategy.start()
         try:
             prompt, before = Prompt(blocks=()), 0
             for message in conversation.messages:
                 prompt = await strategy.add(message)
-                turn = meter.measure(prompt, count(block(message, conversation.agent)) + 1)
+                new = count(block(message, conversation.agent)) + 1
+                turn = meter.measure(prompt, new)
                 turns.append(turn)
+                expiring.append(timed.measure(prompt, new, message.at))
                 kinds.append(strategy.kind or ("grow" if turn.prefix >= before else "break"))
                 before = turn.tokens
             text, facts = prompt.text, conversation.facts
@@ -131,6 +141,7 @@ async def run_one(
         strategy=name,
         budget=budget,
         turns=tuple(turns),
+        expiring=tuple(expiring),
         first=first,
         usage=usage,
         recall=sum(recalls) / max(len(recalls), 1),

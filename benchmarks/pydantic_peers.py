@@ -153,6 +153,10 @@ class _Capability:
         sent = (await self.capability.before_model_request(ctx, request)).messages
         return self.prompt(sent)
 
+    def tokens(self, messages: Any) -> int:
+        """Tokens of `messages` as every strategy counts them (a stored message's block)."""
+        return sum(count(self.blocks.get(id(m)) or text(m)) + 1 for m in messages)
+
     def prompt(self, sent: list[ModelMessage]) -> Prompt:
         """The blocks sent, marked after a leading summary and at the end."""
         blocks = tuple(self.blocks.get(id(m)) or text(m) for m in sent)
@@ -199,11 +203,9 @@ class SlidingWindow(_Capability):
     """`SlidingWindowCompaction(max_tokens=budget, keep_tokens=budget // 3)`: no summary."""
 
     def make(self, budget: int) -> Any:
-        return SlidingWindowCompaction(max_tokens=budget, keep_tokens=budget // 3, tokenizer=_tokens)
-
-
-def _counter(messages: Any) -> int:
-    return sum(count(text(m)) + 1 for m in messages)
+        return SlidingWindowCompaction(
+            max_tokens=budget, keep_tokens=budget // 3, tokenizer=_tokens
+        )
 
 
 class Summarization(_Capability):
@@ -213,5 +215,5 @@ class Summarization(_Capability):
         made: Callable[..., Any] = SummarizationCapability
         return made(
             trigger=("tokens", budget), keep=("tokens", budget // 3),
-            model=self.model, token_counter=_counter,
+            model=self.model, token_counter=self.tokens,
         )  # fmt: skip

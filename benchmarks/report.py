@@ -8,14 +8,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from history.store import ranking
-
+from .cache import EXPIRING, FOREVER
 from .config import Config
 from .corpora import Corpus
 from .cost import Run
-from .latency import CONCURRENCY, Cuts, Load
+from .latency import Cuts, Load
 from .retrieval import Retrieval, table
 from .scale import Scale
+from .sections import pct as _pct
+from .sections import scale as _scale
+from .sections import speed as _speed
+from .sections import table as _table
 from .speed import Throughput, ViewTime
 from .startup import Startup
 from .startup import report as startup_report
@@ -52,18 +55,8 @@ class Results:
     """The machine's one-minute load average when the run started."""
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return [*lines, ""]
-
-
 def _budget(run: Run) -> str:
     return "-" if run.budget is None else f"{run.budget:,}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
 
 
 def render(results: Results) -> str:
@@ -116,8 +109,16 @@ def render(results: Results) -> str:
         "turn reads the longest written prefix that is still its own prefix and ends on one of its "
         "block boundaries within 20 blocks before one of its marks, and writes up to its last "
         "mark. Every strategy marks the end of its prompt and the end of its summary; chat-outline "
-        "also marks the end of the outline's closed blocks (its view's cache points). Cache "
-        "lifetimes are not modelled.",
+        "also marks the end of the outline's closed blocks (its view's cache points).",
+        "- **Two worlds**: every cost table is given twice. *Caches that never expire*: the "
+        "models above, an entry living for ever. *Caches that expire*: each turn is sent at its "
+        "message's time and an entry unused for the provider's retention is gone "
+        "(pydantic-ai's profiles: Anthropic's 5 minutes, its write 1.25x; OpenAI's GPT-5.6 and "
+        "later, 30 minutes, with explicit breakpoints at the marks, up to 4, a write 1.25x); "
+        "after a pause longer than that the floor is the whole prompt written again. The "
+        "synthetic chat is human-paced (the agent within seconds, a person's reply within "
+        "seconds to minutes, now and then hours or days later: `benchmarks.synthetic.PAUSES`); "
+        "the datasets carry no times, and come one message a minute.",
         "- **chat-outline's prompt** is what `view()` builds for the conversation's agent, each "
         "of its parts one block: the outline's blocks of lines, then the tail with the agent's "
         "answers, its tool calls and results (the corpora's tool steps are the agent's own), and "
@@ -140,7 +141,11 @@ def render(results: Results) -> str:
         "to a token), each agent's step outline from 3/10 to 3/40, a line at most "
         "1/24 of the outline's bound (up to 512 bytes), and one message "
         "kept whole per 20,000 tokens (1 to 4); LangChain's middleware triggers at the "
-        "budget and keeps a third; the summary buffers (LangChain classic, LlamaIndex) keep two "
+        "budget and keeps a third, and so do pydantic-ai-harness's summarizing and sliding-window "
+        "compactions (`max_tokens`, `keep_tokens`) and summarization-pydantic-ai; harness's "
+        "tiered compaction targets the budget with its README's tiers; OpenAI's compaction "
+        "compacts past the budget, Anthropic's past its default 150,000 tokens (its least is "
+        "50,000, over every budget); the summary buffers (LangChain classic, LlamaIndex) keep two "
         "thirds whole; the rolling window keeps the budget. The full history has none. All count "
         "tokens with the same tokenizer; everything else is each library's default.",
         "- **Recall**: eight facts (codes, numbers, names, a date) are planted in the first tenth "
@@ -166,16 +171,21 @@ def render(results: Results) -> str:
     header = ["strategy", "budget", "prompt", "peak", "prefix", "OpenAI read", "Anthropic read",
               "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor", "summarizer",
               "total Anthropic", "calls/msg", "in/msg", "out/msg", "recall", "search"]  # fmt: skip
-    for corpus in results.corpora:
-        runs = [r for r in results.runs if r.corpus == corpus.name]
-        out += [f"### {corpus.name}", ""]
-        out += _table(header, [_row(r) for r in runs])
-        chosen = [r for r in runs if r.budget in (c.reference, None)]
-        out += [f"Where the cost over the floor comes from, at {c.reference:,} tokens:", ""]
-        out += _table(
-            ["strategy", "turns by kind (count, share of the cost over the floor, prefix kept)"],
-            [[r.strategy, _breakdown(r)] for r in chosen],
-        )
+    for expiring in (False, True):
+        world = EXPIRING if expiring else FOREVER
+        for corpus in results.corpora:
+            runs = [r.world(expiring) for r in results.runs if r.corpus == corpus.name]
+            out += [f"### {corpus.name}, {world.name}", ""]
+            out += _table(header, [_row(r) for r in runs])
+            chosen = [r for r in runs if r.budget in (c.reference, None)]
+            out += [f"Where the cost over the floor comes from, at {c.reference:,} tokens:", ""]
+            out += _table(
+                [
+                    "strategy",
+                    "turns by kind (count, share of the cost over the floor, prefix kept)",
+                ],
+                [[r.strategy, _breakdown(r)] for r in chosen],
+            )
     out += _notes(results)
     out += _speed(results)
     out += startup_report(results.startups, results.config.startup)
@@ -234,8 +244,9 @@ def _notes(results: Results) -> list[str]:
         "(its default `trim_tokens_to_summarize`): when a trigger drops more than that, its "
         "previous summary is dropped too, with every fact it held.",
         "- **The cache models** read nothing under 1,024 tokens, so short prompts cost more "
-        "than the floor whatever the strategy; entries never expire here, where a real cache "
-        "lasts minutes unless it is hit.",
+        "than the floor whatever the strategy. With caches that expire, every strategy pays "
+        "its whole prompt again after a pause longer than the cache lives, so the shorter "
+        "prompt wins more there; `chat-outline-cold` cuts on such a turn (SPEC section 5).",
         "",
     ]
     return out
@@ -262,154 +273,3 @@ def _breakdown(r: Run) -> str:
         + ")"
         for kind, (n, excess) in sorted(r.breakdown.items())
     )
-
-
-def _speed(results: Results) -> list[str]:
-    c = results.config
-    out = ["## 2. Speed of the plugin", ""]
-    if "speed" in results.plots:
-        out += [f"![Speed]({results.plots['speed'].name})", ""]
-    if results.throughputs:
-        out += [
-            "Messages through `message_created` plus processing (defaults, offline `scripted` "
-            "summarizer, a SQLite file), against aiosqlite storing the same rows into the same "
-            "schema (WAL, `synchronous = NORMAL`): *raw* is each message's row and its search "
-            "row, one autocommit INSERT each, and a thread's postings written by the store's "
-            "own statements once they are due, as the plugin leaves them (the rows are "
-            "made before the clock starts: no tokenizer, no stemming); "
-            "*messages alone* is the message row by itself, one autocommit INSERT, the least a "
-            "store can do. The ratio is the plugin's against *raw*. They take turns three "
-            "times on fresh files; the medians are shown. All rows in one transaction, for "
-            "scale.",
-            "",
-        ]
-        header = ["threads", "messages", "plugin msg/s", "raw msg/s", "ratio",
-                  "messages alone rows/s", "raw, one transaction"]  # fmt: skip
-        out += _table(header, [_throughput_row(t) for t in results.throughputs])
-    if results.postgres:
-        out += [
-            "The same on PostgreSQL (`--postgres`): the plugin on a fresh schema against asyncpg "
-            "storing the same rows into the same schema the same way (each on a third of the "
-            "messages).",
-            "",
-        ]
-        out += _table(header, [_throughput_row(t) for t in results.postgres])
-    if results.views:
-        checked = (
-            "not checked"
-            if results.fill_checked is None
-            else "identical to the plugin's"
-            if results.fill_checked
-            else "**different from the plugin's**"
-        )
-        out += [
-            "`view()` (the outline row, its nodes and the tail read from the store and built "
-            "into the agent's pydantic-ai messages; median of "
-            f"{c.repeats}, the threads taking turns). The threads are filled by the real "
-            "processor in memory and written in bulk; on the smallest one the tree and outline "
-            "were checked: "
-            f"{checked}.",
-            "",
-        ]
-        out += _table(
-            ["messages", "view (ms)", "outline lines", "prompt tokens"],
-            [
-                [f"{v.messages:,}", f"{v.seconds * 1000:.1f}", f"{v.lines:,}", f"{v.tokens:,}"]
-                for v in results.views
-            ],
-        )
-    if results.memory is not None:
-        out += [
-            f"Peak Python memory while the plugin takes and processes {c.memory:,} messages "
-            f"(tracemalloc; SQLite's own cache not included): {results.memory:.1f} MiB.",
-            "",
-        ]
-    if results.scale is not None:
-        out += _scale(results.scale)
-    out += ["## 3. Latency under a slow summarizer", ""]
-    if results.cuts is not None:
-        k = results.cuts
-        out += [
-            f"A summarizer that sleeps {k.delay * 1000:.0f} ms a call, a small tail so that "
-            f"messages leave it often. One thread: {k.count} cuts, {k.asks:.1f} calls each; a cut "
-            f"takes {k.median:.2f} s (median), {k.longest:.2f} s at most: its calls are made one "
-            "after another.",
-            "",
-        ]
-    if results.loads:
-        out += [
-            f"Many threads at once (the plugin allows {CONCURRENCY} calls in flight):",
-            "",
-        ]
-        out += _table(
-            ["threads", "messages", "calls", "seconds", "calls/s", "bound calls/s", "of bound"],
-            [_load_row(x, c.delay) for x in results.loads],
-        )
-    return out
-
-
-def _scale(scale: Scale) -> list[str]:
-    one = next(i for i in scale.ingests if i.threads == 1)
-    out = [
-        "### The scale run",
-        "",
-        f"{one.messages:,} synthetic messages handed over {one.slice:,} at a time (each slice "
-        "waited for until processed), into one thread and dealt over "
-        + " and ".join(f"{i.threads:,}" for i in scale.ingests if i.threads > 1)
-        + " threads; defaults, the offline `scripted` summarizer, a SQLite file. For each slice, "
-        "the milliseconds of the process's CPU time a message (its threads, aiosqlite's "
-        "included), then messages per second by the wall clock, which follows whatever else "
-        f"the machine runs ({scale.seconds:.0f} s in all), and the lines asked of the "
-        "summarizer per message (how much of the slice was cuts):",
-        "",
-    ]
-    slices = max(len(i.rates) for i in scale.ingests)
-    out += _table(
-        ["threads", "", *(f"{(k + 1) * one.slice:,}" for k in range(slices)), "last / first"],
-        [
-            row
-            for i in scale.ingests
-            for row in (
-                [f"{i.threads:,}", "CPU ms", *(f"{c:.2f}" for c in i.cpu), f"{i.growth:.2f}x"],
-                ["", "msg/s", *(f"{r:,.0f}" for r in i.rates), f"{i.wall_growth:.2f}x"],
-                ["", "lines asked/msg", *(f"{a:.2f}" for a in i.asks), ""],
-            )
-        ],
-    )
-    if scale.reads:
-        out += [
-            "Reads in the one thread as it grew (median CPU time of five, ms): `view()` for its "
-            "agent, `zoom` into the outline's first line, `search` for two common words.",
-            "",
-        ]
-        rows = [
-            [f"{r.messages:,}", f"{r.view * 1000:.1f}", f"{r.zoom * 1000:.2f}",
-             f"{r.search * 1000:.1f}", f"{r.lines:,}"]
-            for r in scale.reads
-        ]  # fmt: skip
-        out += _table(["messages", "view", "zoom", "search", "outline lines"], rows)
-        first, last = scale.reads[0], scale.reads[-1]
-        out += [
-            f"`view()` at {last.messages:,} messages took {last.view / first.view:.2f}x its time "
-            f"at {first.messages:,}; `search` {last.search / first.search:.1f}x: a search ranks "
-            "(bm25) the rows that hold its words, but of a word more than "
-            f"{ranking.CANDIDATES:,} messages (or lines) hold only the newest "
-            f"{ranking.CANDIDATES:,}, so its time stops growing once its words are that common.",
-            "",
-        ]
-    out += [f"Peak resident memory of the process that ran it: {scale.peak_mib:,.0f} MiB.", ""]
-    return out
-
-
-def _throughput_row(t: Throughput) -> list[object]:
-    return [
-        t.threads, f"{t.messages:,}", f"{t.plugin:,.0f}", f"{t.raw:,.0f}", f"{t.ratio:.3f}",
-        f"{t.raw_messages:,.0f}", f"{t.raw_batched:,.0f}",
-    ]  # fmt: skip
-
-
-def _load_row(x: Load, delay: float) -> list[object]:
-    return [
-        x.threads, x.messages, x.asks, f"{x.seconds:.1f}", f"{x.asks_per_second:.1f}",
-        f"{x.bound(delay):.1f}", _pct(x.asks_per_second / x.bound(delay)),
-    ]  # fmt: skip

@@ -123,3 +123,28 @@ def facts(rng: random.Random) -> list[tuple[str, str]]:
         f"{rng.choice(SURNAMES)}, {rng.choice(NAMES)}",
     )
     return list(zip(CUES, values, strict=True))
+
+
+PAUSES = (
+    (0.55, 10, 90),
+    (0.25, 120, 1_200),
+    (0.12, 1_800, 8 * 3_600),
+    (0.08, 86_400, 3 * 86_400),
+)
+"""How long a person takes before the next message after an answer: (share, seconds from, to).
+A reply in the flow, a pause of minutes, one of hours, and one of days."""
+
+
+def pause(rng: random.Random, *, human: bool, after_answer: bool) -> float:
+    """Seconds before a message: a person's pause after an answer (`PAUSES`), or a burst of
+    seconds (the agent answering, its tool calls, a person's next message in a row)."""
+    if not human:
+        return rng.uniform(2, 40)
+    if not after_answer:
+        return rng.uniform(5, 30)
+    roll = rng.random()
+    for share, low, high in PAUSES:
+        if roll < share:
+            return rng.uniform(low, high)
+        roll -= share
+    return rng.uniform(PAUSES[-1][1], PAUSES[-1][2])

