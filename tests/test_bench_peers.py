@@ -10,6 +10,7 @@ import importlib.util
 import itertools
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from pydantic_ai.messages import CompactionPart, ModelRequest
@@ -135,3 +136,22 @@ def test_peers_are_named_with_their_installed_libraries() -> None:
                          ("summarization-pydantic-ai", "pydantic_ai_summarization")):  # fmt: skip
         assert (name in strategies) == (importlib.util.find_spec(module) is not None)
         assert (name in missing) != (name in strategies)
+
+
+async def test_conversation_search_finds_a_planted_fact_by_its_value(tmp_path: Path) -> None:
+    """harness's tool over what `StepPersistence` stored: its excerpts name the messages."""
+    pytest.importorskip("pydantic_ai_harness")
+    from benchmarks import retrieval
+    from benchmarks.harness_search import HarnessSearch
+
+    corpus = corpora.synthetic_corpus(200)
+    thread = retrieval.spread(corpus)[0]
+    found = HarnessSearch(tmp_path / "harness.sqlite")
+    await found.persist(thread, agent=corpus.conversations[0].agent)
+    for fact in corpus.conversations[0].facts[:3]:
+        planted = next(m.id for m in thread if fact.value in m.text)
+        assert await found.rank("synthetic", fact.value, planted, 10) == 0
+    assert await found.top("synthetic", "zzzunheardofword", 10) == []
+    # A person's messages in a row are one stored message: what the tool counts.
+    held = found.threads["synthetic"]
+    assert sum(map(len, held)) <= len(thread) and any(len(ids) > 1 for ids in held)

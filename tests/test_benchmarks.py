@@ -183,7 +183,8 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     # Cost in both worlds, the floor, the frontier, throughput, view growth; with real chats,
     # the retrieval target (no budget here is large enough for the floor with caches that
     # expire).
-    assert len(results.targets) == 6 + real
+    # and beside harness's ConversationSearch, the lead over it.
+    assert len(results.targets) == 6 + real + installed("pydantic_ai_harness")
 
     ran = {r.strategy for r in results.runs}
     for peer, module in PEERS.items():
@@ -248,7 +249,12 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     for score in results.retrieval.scores:
         assert score.questions > 0 and all(0 <= f <= 1 for f in score.found)
         assert list(score.found) == sorted(score.found)  # top 1 <= top 5 <= top 10
-    assert {s.method for s in results.retrieval.scores} == {"search", "bm25"}
+    harness = installed("pydantic_ai_harness")
+    methods = {"search", "bm25"} | ({"conversation-search"} if harness else set())
+    assert {s.method for s in results.retrieval.scores} == methods
+    assert ("ConversationSearch top 1 / 5 / 10" in report) and (
+        ("pydantic-ai-harness's ConversationSearch" in report) == harness
+    )
 
     pngs = {"cost_per_turn", "cost_recall", "speed"}
     if installed("matplotlib"):
