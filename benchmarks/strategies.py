@@ -127,11 +127,14 @@ class ChatHistory:
     cut_gap = True
     """SPEC version 2's cut gap; the variant without it runs beside, to measure what it does."""
 
+    model: str | None = None
+    """The agent's model, for `for_budget(model=)`: None leaves the cold cut off."""
+
     def __init__(self, setup: Setup) -> None:
         # What a user gets for the budget: the tail grows to half of it and is cut to a tenth,
         # the outlines take the other half.
         self.settings = HistorySettings.for_budget(
-            setup.budget, summarizer="echo", cut_gap=self.cut_gap
+            setup.budget, summarizer="echo", model=self.model, cut_gap=self.cut_gap
         )
         self.compressor = Compressor(setup.behaviour)
         self.usage = self.compressor.usage
@@ -184,8 +187,16 @@ class ChatHistoryNoGap(ChatHistory):
     cut_gap = False
 
 
+class ChatHistoryCold(ChatHistory):
+    """chat-outline with the cold cut at its provider's cache lifetime
+    (`for_budget(model="anthropic:claude-sonnet-4-5")`: 300 seconds): a control."""
+
+    model = "anthropic:claude-sonnet-4-5"
+
+
 CORE: dict[str, Factory] = {
     "chat-outline": ChatHistory,
+    "chat-outline-cold": ChatHistoryCold,
     "chat-outline-no-gap": ChatHistoryNoGap,
     "full-history": FullHistory,
     "rolling-window": RollingWindow,

@@ -21,7 +21,13 @@ from benchmarks.__main__ import run
 from benchmarks.cache import Meter, Prices, Prompt, count, token_ids
 from benchmarks.config import FULL, QUICK
 from benchmarks.fakes import Behaviour, compress, salient
-from benchmarks.strategies import ChatHistory, ChatHistoryNoGap, FullHistory, Setup
+from benchmarks.strategies import (
+    ChatHistory,
+    ChatHistoryCold,
+    ChatHistoryNoGap,
+    FullHistory,
+    Setup,
+)
 from benchmarks.view import chat_history_prompt
 from history import ThreadHistory
 from history.agent.providers import recording_model
@@ -109,6 +115,8 @@ def test_chat_outline_runs_the_settings_a_user_gets_for_each_budget() -> None:
         setup = Setup(budget=budget, conversation=conversation, behaviour=Behaviour())
         assert ChatHistory(setup).history.settings == given
         assert ChatHistoryNoGap(setup).history.settings == given.with_changes(cut_gap=False)
+        cold = ChatHistoryCold(setup).history.settings
+        assert cold == given.with_changes(cold=300.0)  # Anthropic's cache lifetime
 
 
 @pytest.mark.anyio
@@ -184,7 +192,10 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     # the retrieval target (no budget here is large enough for the floor with caches that
     # expire).
     # and beside harness's ConversationSearch, the lead over it.
-    assert len(results.targets) == 6 + real + installed("pydantic_ai_harness")
+    # The cold cut's target too.
+    assert len(results.targets) == 7 + real + installed("pydantic_ai_harness")
+    cold = next(t for t in results.targets if t.goal.startswith("the cold cut"))
+    assert "synthetic at 2,000" in cold.numbers
 
     ran = {r.strategy for r in results.runs}
     for peer, module in PEERS.items():

@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic_ai.profiles import ModelProfile
 
 from ..errors import ConfigurationError
-from ..settings import CACHED
+from ..settings import CACHED, cache_retention
 
 Kind = Literal["openai-chat", "openai-responses", "anthropic"]
 KINDS: dict[str, Kind] = {
@@ -97,8 +97,8 @@ def profile(model: str) -> ModelProfile:
 def facts(model: str) -> CacheFacts:
     """The cache facts of a `provider:name` model (see the module docstring for the sources)."""
     kind, name = split(model)
-    found = profile(model)
-    retention = found.get("default_cache_retention")
+    seconds = cache_retention(model)
+    retention = None if seconds is None else timedelta(seconds=seconds)
     if kind == "anthropic":
         dashed = name.replace(".", "-")
         minimum = next(
@@ -107,7 +107,7 @@ def facts(model: str) -> CacheFacts:
         )
         write = ANTHROPIC_WRITE.get(retention or timedelta(minutes=5), 1.25)
         return CacheFacts(minimum=minimum, marks=MAX_MARKS, retention=retention, write=write)
-    explicit = bool(found.get("openai_supports_prompt_cache_breakpoints", False))
+    explicit = bool(profile(model).get("openai_supports_prompt_cache_breakpoints", False))
     return CacheFacts(
         minimum=CACHED,
         marks=MAX_MARKS if explicit else 0,
