@@ -33,40 +33,52 @@ GOAL_MS = 300.0
 
 
 @dataclass(frozen=True, kw_only=True)
+class Timed:
+    """One page's time, the median of its repeats, in milliseconds."""
+
+    wall: float
+    """By the clock: what other work on the machine inflates."""
+    cpu: float
+    """This process's CPU time (the app, its database thread and the test client): the
+    server's own time, whatever else the machine runs. The goal is read on it."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ViewerRun:
-    """Milliseconds of server time, each the median of `repeats`."""
+    """Each page's server time."""
 
     messages: int
     depth: int
-    page: float
+    page: Timed
     """The thread page (the tree's tops, the outline, the tail)."""
-    levels: tuple[float, ...]
+    levels: tuple[Timed, ...]
     """Each level opened, from the top node down to a message."""
-    opened: float
+    opened: Timed
     """The thread page with a message open (its chain drawn)."""
-    searched: float
+    searched: Timed
     """The thread page with a search's hits drawn (`invoice billing`, as the scale run's)."""
-    time_page: float
+    time_page: Timed
     """The over-time chart (reads every message's weight: not under the goal)."""
-    show_json: float
+    show_json: Timed
     """`chat-outline show THREAD --json` on the same store, in this process."""
 
     @property
     def slowest(self) -> float:
-        return max(self.page, self.opened, self.searched, *self.levels)
+        return max(t.cpu for t in (self.page, self.opened, self.searched, *self.levels))
 
     @property
     def met(self) -> bool:
         return self.slowest <= GOAL_MS
 
 
-def _median_ms(call: Callable[[], object], repeats: int) -> float:
-    spent = []
+def _median_ms(call: Callable[[], object], repeats: int) -> Timed:
+    wall, cpu = [], []
     for _ in range(repeats):
-        began = time.perf_counter()
+        began, busy = time.perf_counter(), time.process_time()
         call()
-        spent.append((time.perf_counter() - began) * 1000)
-    return statistics.median(spent)
+        wall.append((time.perf_counter() - began) * 1000)
+        cpu.append((time.process_time() - busy) * 1000)
+    return Timed(wall=statistics.median(wall), cpu=statistics.median(cpu))
 
 
 def measure(db: Path, thread: str, *, repeats: int = 5) -> ViewerRun:
@@ -137,7 +149,7 @@ def table(run: ViewerRun) -> str:
     """The run as a Markdown table: each page's server time beside `show --json`'s."""
     rows = [
         ("the thread page", run.page),
-        *((f"open level {run.depth - 1 - k}", ms) for k, ms in enumerate(run.levels)),
+        *((f"open level {run.depth - 1 - k}", t) for k, t in enumerate(run.levels)),
         ("the page with a message open", run.opened),
         ("the page with a search's hits", run.searched),
         ("over time (every message's weight)", run.time_page),
@@ -145,13 +157,16 @@ def table(run: ViewerRun) -> str:
     ]
     lines = [
         f"{run.messages:,} messages, a tree of {run.depth} levels; the goal: {GOAL_MS:.0f} ms "
-        f"for each page and level ({'met' if run.met else 'missed'}: slowest "
+        f"of CPU for each page and level ({'met' if run.met else 'missed'}: slowest "
         f"{run.slowest:.1f} ms)",
         "",
-        "| what | ms (median) | x show --json |",
-        "|---|---:|---:|",
+        "| what | CPU ms | wall ms | CPU x show --json |",
+        "|---|---:|---:|---:|",
     ]
-    lines += [f"| {what} | {ms:.1f} | {ms / run.show_json:.3f} |" for what, ms in rows]
+    lines += [
+        f"| {what} | {t.cpu:.1f} | {t.wall:.1f} | {t.cpu / run.show_json.cpu:.3f} |"
+        for what, t in rows
+    ]
     return "\n".join(lines)
 
 
