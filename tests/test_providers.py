@@ -227,7 +227,10 @@ async def test_openai_models_that_take_breakpoints_get_the_outlines_within_four(
         for name in (model_name, model_name.replace("5.6", "5.5")):
             model, wire = recording_model(name)
             hook = ThreadHistory(run.history, "t", agent="north", user="Ana", block_lines=16)
-            agent = Agent(model, capabilities=[hook], model_settings=settings)
+            # Over Chat Completions OpenAI takes no tools while GPT-5.6 reasons (pydantic-ai
+            # 2.78 refuses such a request before it is sent), so the app turns thinking off.
+            chat: ModelSettings = {"thinking": False} if name.startswith("openai-chat:") else {}
+            agent = Agent(model, capabilities=[hook], model_settings=settings | chat)
             await agent.run("Where are we?", instructions="Be brief.")
             bodies.append(wire.bodies[0])
         outline = await run.history.outline("t")
