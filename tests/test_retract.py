@@ -253,3 +253,17 @@ async def test_whatever_is_taken_back_is_as_if_never_sent_or_refused(
                 assert got == state(await never.history.outline("t")), (n, k)
                 assert lines == await never.history.store.summaries("t"), (n, k)
     assert taken >= 2 and refused >= 2, (taken, refused)
+
+
+async def test_a_tool_step_taken_back_leaves_its_agents_steps_and_search(
+    open_history: Opener, database: str
+) -> None:
+    step = message(4, "price_lookup returned 49 euros", author="north", to="", step=True)
+    async with open_history(store=database, tail=(200, 400)) as run:
+        await run.send(*CHAT[:4], step)
+        assert await run.history.store.search("t", "euros", 5, agent="north") != []
+        gone = await run.history.retract("t", after=3)
+        assert [s.message.id for s in gone] == ["t-4"]
+        assert await run.history.store.search("t", "euros", 5, agent="north") == []
+        again = await run.history.message_created(replace(step, id="t-5"))
+        assert again is not None and (again.seq, again.step_index) == (4, 0)
