@@ -145,6 +145,11 @@ def test_the_thread_page_agrees_with_show_json(client: TestClient, demo: Path) -
     assert len(articles) == len(shown["tail"]) + 1  # the tail, and the message opened
     for article, message in zip(articles[1:], shown["tail"], strict=True):
         assert message["text"] in article.text and message["author"] in article.text
+    (agent, steps), *others = shown["steps"].items()  # north's step outline, beside the tree
+    assert not others and steps["lines"]
+    opens = page.find("a", "open", **{"data-agent": agent})
+    assert [a.attrs["data-label"] for a in opens] == [line["label"] for line in steps["lines"]]
+    assert [s.text for s in page.find("span", "line")] == [line["text"] for line in steps["lines"]]
 
 
 def test_a_line_opened_agrees_with_zoom_json(client: TestClient, demo: Path) -> None:
