@@ -42,7 +42,7 @@ from .lane import LINGER, Lane, Lanes
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
-from .retracting import rewound
+from .retracting import retract
 from .settings import HistorySettings
 from .store import Store, default_store, open_store
 from .summarizer import (
@@ -61,10 +61,6 @@ log = logging.getLogger(__name__)
 
 LARGE_TEXT = 100_000
 """Texts longer than this are weighed on a worker thread, so the event loop keeps serving."""
-RETRACT_MOST = 10_000
-"""The most messages `History.retract` takes back at once."""
-RETRACT_TRIES = 64
-"""How often `History.retract` reads the thread again when its processing moved meanwhile."""
 
 
 class History:
@@ -311,38 +307,16 @@ class History:
         return await self.store.pending(thread, after, limit)
 
     async def retract(self, thread: str, *, after: int) -> list[Stored]:
-        """Take back the thread's messages after seq `after` (its newest: a turn undone, an
-        answer to ask again), while they are whole in its tail; the messages taken back.
-
-        Serialized with the thread's processing as a commit is: a batch in flight commits
-        nothing afterwards and is redone without them. Raises RetractRefused, changing nothing,
-        once a line stands for one of them, or its processing cut or folded the outline (or
-        tried to cut: see `history.retracting`); at most RETRACT_MOST messages at once.
-        """
+        """Take back the thread's messages after seq `after` while they are whole in its tail
+        (`history.retracting`): those taken back. RetractRefused, changing nothing, once a line
+        stands for one of them; a batch in flight commits nothing and is done without them."""
         self._open()
-        if not isinstance(thread, str) or not thread:
-            raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
-        if isinstance(after, bool) or not isinstance(after, int) or after < -1:
-            raise InputError(f"after must be a message's seq (-1 for all), got {after!r}")
-        for _ in range(RETRACT_TRIES):
-            outline = await self.store.outline(thread)
-            gone = await self.store.pending(thread, after, RETRACT_MOST + 1)
-            if outline is None or not gone:
-                return []
-            if len(gone) > RETRACT_MOST:
-                raise InputError(
-                    f"at most {RETRACT_MOST:,} messages are taken back at once; thread "
-                    f"{thread!r} has more after seq {after!r}"
-                )
-            moves = await self.store.moves(thread) if gone[0].seq <= outline.position else []
-            moved = max((move.seq for move in moves), default=None)
-            before = rewound(outline, gone, moved=moved, settings=self.settings)
-            if await self.store.retract(outline, before, gone):
-                self._lanes.erased(thread)  # what this process read or holds of it is stale
-                if self._processing:  # what it processed and had not committed, again
-                    self._schedule(thread)
-                return gone
-        raise StoreError(f"thread {thread!r} kept changing: nothing was taken back")
+        gone = await retract(self.store, thread, after, self.settings)
+        if gone:
+            self._lanes.erased(thread)  # what this process read or holds of it is stale
+            if self._processing:  # what it processed and had not committed, again
+                self._schedule(thread)
+        return gone
 
     async def usage(
         self, thread: str | None = None, *, input_price: float = 0.0, output_price: float = 0.0

@@ -15,8 +15,44 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from .contract import Outline, Stored
-from .errors import RetractRefused
+from .errors import InputError, RetractRefused, StoreError
 from .settings import HistorySettings
+from .store import Store
+
+MOST = 10_000
+"""The most messages taken back at once."""
+TRIES = 64
+"""How often the thread is read again when its processing moved meanwhile."""
+
+
+async def retract(store: Store, thread: str, after: int, settings: HistorySettings) -> list[Stored]:
+    """Take back the messages of `thread` after seq `after` (`-1`: all of them), processed with
+    `settings`: those taken back, none when it has none after `after`.
+
+    Serialized with the thread's processing as a commit is: the store deletes them only over
+    the outline read (its version) with the newest message read, else they are read again.
+    """
+    if not isinstance(thread, str) or not thread:
+        raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
+    if isinstance(after, bool) or not isinstance(after, int) or after < -1:
+        raise InputError(f"after must be a message's seq (-1 for all), got {after!r}")
+    for _ in range(TRIES):
+        outline = await store.outline(thread)
+        gone = await store.pending(thread, after, MOST + 1)
+        if outline is None or not gone:
+            return []
+        if len(gone) > MOST:
+            raise InputError(
+                f"at most {MOST:,} messages are taken back at once; thread {thread!r} has more "
+                f"after seq {after!r}"
+            )
+        moves = await store.moves(thread) if gone[0].seq <= outline.position else []
+        moved = max((move.seq for move in moves), default=None)
+        if await store.retract(
+            outline, rewound(outline, gone, moved=moved, settings=settings), gone
+        ):
+            return gone
+    raise StoreError(f"thread {thread!r} kept changing: nothing was taken back")
 
 
 def rewound(
