@@ -13,7 +13,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from history import InputError, Outline, RetractRefused, Store
+from history import InputError, Message, Outline, RetractRefused, Store
 from history.cli import main
 
 from .conftest import Opener, Settings, exchange, message
@@ -31,6 +31,12 @@ LONG = [message(n, f"word{n} " * (12 + n % 7)) for n in range(20)]
 """Twenty messages from one person, three of which are more than a tail of (40, 80) tokens: the
 kept messages stop a cut often."""
 LATER = exchange([f"later {k} " * 6 for k in range(6)], start=40)
+
+
+def jsonable(m: Message) -> dict[str, str]:
+    """A message as a line of a JSONL history."""
+    return {"id": m.id, "thread": m.thread, "author": m.author, "to": m.to, "text": m.text,
+            "at": m.at.isoformat()}  # fmt: skip
 
 
 def state(outline: Outline | None) -> Outline:
@@ -175,22 +181,7 @@ def test_the_retract_command_takes_back_and_refuses_in_json(
 ) -> None:
     db = str(tmp_path / "h.sqlite")
     chat = tmp_path / "chat.jsonl"
-    chat.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "id": m.id,
-                    "thread": m.thread,
-                    "author": m.author,
-                    "to": m.to,
-                    "text": m.text,
-                    "at": m.at.isoformat(),
-                }
-            )
-            + "\n"
-            for m in CHAT + TURN
-        )
-    )
+    chat.write_text("".join(json.dumps(jsonable(m)) + "\n" for m in CHAT + TURN))
     assert main(["ingest", str(chat), "--tail", "40,80", "--db", db]) == 0
     capsys.readouterr()
     assert main(["retract", "t", "--after", "19", "--db", db, "--json"]) == 0
@@ -267,3 +258,17 @@ async def test_a_tool_step_taken_back_leaves_its_agents_steps_and_search(
         assert await run.history.store.search("t", "euros", 5, agent="north") == []
         again = await run.history.message_created(replace(step, id="t-5"))
         assert again is not None and (again.seq, again.step_index) == (4, 0)
+
+
+def test_the_retract_command_judges_with_the_settings_the_thread_was_built_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its cut was tried at message 2 with the thread's tail of (40, 80) tokens (the kept
+    messages stopped it): refused, though the default tail would never have tried it."""
+    db, chat = str(tmp_path / "h.sqlite"), tmp_path / "big.jsonl"
+    big = [message(n, f"word{n} " * 30) for n in range(3)]
+    chat.write_text("".join(json.dumps(jsonable(m)) + "\n" for m in big))
+    assert main(["ingest", str(chat), "--tail", "40,80", "--kept", "4", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["retract", "t", "--after", "1", "--db", db]) == 2
+    assert "a cut was tried at message 't-2'" in capsys.readouterr().err
