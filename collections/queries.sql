@@ -357,3 +357,16 @@ DELETE FROM move WHERE thread = :thread;
 
 -- name: weights
 SELECT seq, weight FROM message WHERE thread = :thread AND seq <= :last ORDER BY seq;
+
+-- name: newest_seq
+-- The seq of the thread's newest message, read from the end of the (thread, seq) key.
+SELECT max(seq) AS seq FROM message WHERE thread = :thread;
+
+-- name: retract_search
+-- Taking back a message: its search row (its postings go with it, by the triggers).
+DELETE FROM search
+WHERE thread = :thread AND agent = :agent AND NOT line AND level = 0 AND idx = :idx;
+
+-- name: retract_messages
+-- Taking back the thread's newest messages, from seq `:first` on.
+DELETE FROM message WHERE thread = :thread AND seq >= :first;

@@ -9,6 +9,7 @@ HistoryError
  │    └── StoreGoneError  the store's database, schema or tables are gone (dropped)
  ├── NotFoundError        a thread or node that does not exist
  ├── RebuildRefused       a rebuild that would drop lines, unless forced
+ ├── RetractRefused       taking back messages a line stands for, or a cut was tried at
  └── SummarizerError      the summarizer raised or timed out (the batch is retried)
       └── UnpinnedError   work that would call the model where only recorded calls were allowed
 """
@@ -82,3 +83,8 @@ class UnpinnedError(SummarizerError):
 class RebuildRefused(HistoryError):
     """A rebuild that would leave summarized messages without a line, refused unless forced;
     nothing was changed."""
+
+
+class RetractRefused(HistoryError):
+    """Taking back messages that are no longer whole in their thread's tail (a line stands for
+    one of them, or its processing cut or folded the outline); nothing was changed."""

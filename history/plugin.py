@@ -42,6 +42,7 @@ from .lane import LINGER, Lane, Lanes
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
+from .retracting import retract
 from .settings import HistorySettings
 from .store import Store, default_store, open_store
 from .summarizer import (
@@ -304,6 +305,18 @@ class History:
         if isinstance(after, bool) or not isinstance(after, int):
             raise InputError(f"after must be a message's seq (a whole number), got {after!r}")
         return await self.store.pending(thread, after, limit)
+
+    async def retract(self, thread: str, *, after: int) -> list[Stored]:
+        """Take back the thread's messages after seq `after` while they are whole in its tail
+        (`history.retracting`): those taken back. RetractRefused, changing nothing, once a line
+        stands for one of them; a batch in flight commits nothing and is done without them."""
+        self._open()
+        gone = await retract(self.store, thread, after, self.settings)
+        if gone:
+            self._lanes.erased(thread)  # what this process read or holds of it is stale
+            if self._processing:  # what it processed and had not committed, again
+                self._schedule(thread)
+        return gone
 
     async def usage(
         self, thread: str | None = None, *, input_price: float = 0.0, output_price: float = 0.0

@@ -74,8 +74,14 @@ def test_the_readme_is_a_first_page() -> None:
     assert len(readme.splitlines()) <= 200
     first = re.findall(r"^```bash\n(.*?)\n```", readme, re.M | re.S)
     assert first[0].endswith("chat-outline demo") and first[1] == "python -m pytest -n auto"
-    order = [readme.index(f"## {title}") for title in ("An agent", "In a web backend", "Commands")]
+    sections = (
+        "Start here", "An agent", "In a web backend", "Choosing a budget", "When things fail",
+        "Testing offline", "Commands", "More",
+    )  # fmt: skip
+    order = [readme.index(f"\n## {title}") for title in sections]
     assert order == sorted(order)
+    assert "pip install 'chat-outline[serve]'" in readme  # the viewer's extra, and its picture
+    assert "](docs/viewer.png)" in readme and (ROOT / "docs" / "viewer.png").is_file()
 
 
 def test_ci_runs_the_readmes_test_command_after_the_checks() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ pytest.importorskip("starlette", reason="the viewer needs the serve extra")
 
 from starlette.testclient import TestClient
 
+from history import viewer
 from history.viewer import create_app
 from history.viewer.app import POLICY
 from history.viewer.reading import chain, tops
@@ -60,7 +62,11 @@ def test_every_route_answers_with_its_policy(client: TestClient) -> None:
         if not route.startswith("/static"):
             assert answer.headers["content-type"].startswith("text/html")
             assert "<script>" not in answer.text and " style=" not in answer.text
+            scripts = re.findall(r"<script\b[^>]*>", answer.text)
+            assert set(scripts) <= {'<script src="/static/viewer.js" defer>'}, scripts
     assert "script-src 'self';" in POLICY and "unsafe" not in POLICY
+    static = Path(viewer.__file__).parent / "static"
+    assert [f.name for f in static.iterdir() if f.name.endswith(".js")] == ["viewer.js"]
 
 
 def test_nothing_writes_and_every_other_method_is_refused(client: TestClient, demo: Path) -> None:
@@ -145,6 +151,11 @@ def test_the_thread_page_agrees_with_show_json(client: TestClient, demo: Path) -
     assert len(articles) == len(shown["tail"]) + 1  # the tail, and the message opened
     for article, message in zip(articles[1:], shown["tail"], strict=True):
         assert message["text"] in article.text and message["author"] in article.text
+    (agent, steps), *others = shown["steps"].items()  # north's step outline, beside the tree
+    assert not others and steps["lines"]
+    opens = page.find("a", "open", **{"data-agent": agent})
+    assert [a.attrs["data-label"] for a in opens] == [line["label"] for line in steps["lines"]]
+    assert [s.text for s in page.find("span", "line")] == [line["text"] for line in steps["lines"]]
 
 
 def test_a_line_opened_agrees_with_zoom_json(client: TestClient, demo: Path) -> None:

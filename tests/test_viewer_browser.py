@@ -130,6 +130,23 @@ def test_open_a_line_of_the_demo_down_to_a_message(page: Page, demo_url: str, de
         page.screenshot(path=os.environ["VIEWER_SCREENSHOT"])
 
 
+def test_each_box_is_as_wide_as_its_span_of_messages(page: Page, demo_url: str) -> None:
+    """A line's box spans its messages (`first+count`) on one scale, the outline's row too."""
+    page.goto(f"{demo_url}/threads/{THREAD}")
+    drawn = page.eval_on_selector_all(
+        "#tree a.box",
+        "boxes => boxes.map(b => { const r = b.querySelector('rect').getBoundingClientRect();"
+        " return [b.dataset.label, r.left, r.width]; })",
+    )
+    assert len(drawn) > 10
+    spans = [(*map(int, label.split("+")), left, width) for label, left, width in drawn]
+    unit = max(width / count for _, count, _, width in spans)  # pixels a message
+    origin = min(left - first * unit for first, _, left, _ in spans)
+    for first, count, left, width in spans:
+        assert width == pytest.approx(count * unit, abs=1.0), (first, count)
+        assert left == pytest.approx(origin + first * unit, abs=1.0), (first, count)
+
+
 def test_search_highlights_its_hits_in_the_tree(page: Page, demo_url: str, demo: Path) -> None:
     page.goto(f"{demo_url}/threads/{THREAD}")
     page.fill("#search input[name=q]", "price ids")

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
-from ..errors import InputError
-from .options import Commands, command, db_option
+from ..errors import ConfigurationError, InputError
+from .options import Commands, command, db_option, json_option
+from .output import print_json
 from .stores import must_exist, opened
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def register(commands: Commands) -> None:
     export.add_argument("thread", nargs="?", help="the thread (every thread when left out)")
     export.add_argument("--out", required=True, help="the JSONL file to write, or - for stdout")
     db_option(export)
+    json_option(export)
 
     load = command(
         commands, "load", _load,
@@ -38,6 +40,7 @@ def register(commands: Commands) -> None:
     )  # fmt: skip
     load.add_argument("file", type=Path, help="an export (JSONL), or - for standard input")
     db_option(load)
+    json_option(load)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -45,6 +48,10 @@ def _export(args: argparse.Namespace) -> int:
     from .report import resolve
 
     must_exist(args.db)
+    if args.json and args.out == "-":
+        raise ConfigurationError(
+            "export --json prints its figures on stdout: write the export to a file with --out FILE"
+        )
 
     async def to(out: TextIO) -> Exported:
         async with opened(args.db, create=True, read_only=True) as store:
@@ -62,7 +69,10 @@ def _export(args: argparse.Namespace) -> int:
             done = _write_aside(Path(args.out), to)
         except OSError as exc:
             raise InputError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
-    print(f"exported {done.threads} thread(s), {done.records} records", file=sys.stderr)
+    if args.json:
+        print_json({"out": args.out, "threads": done.threads, "records": done.records})
+    else:
+        print(f"exported {done.threads} thread(s), {done.records} records", file=sys.stderr)
     return 0
 
 
@@ -85,7 +95,7 @@ def _write_aside(target: Path, write: Callable[[TextIO], Awaitable[Exported]]) -
 
 
 def _load(args: argparse.Namespace) -> int:
-    return anyio.run(_load_records, args.db, _read(args.file))
+    return anyio.run(_load_records, args.db, _read(args.file), args.json)
 
 
 def _read(path: Path) -> list[ThreadRecords]:
@@ -101,9 +111,13 @@ def _read(path: Path) -> list[ThreadRecords]:
         raise InputError(f"cannot read {str(path)!r}: {exc.strerror}") from None
 
 
-async def _load_records(db: str, records: list[ThreadRecords]) -> int:
+async def _load_records(db: str, records: list[ThreadRecords], as_json: bool) -> int:
     async with opened(db, create=True) as store:
         done = await store.load_records(records)
+    if as_json:
+        print_json({"store": db, "threads": done.threads, "written": done.written,
+                    "skipped": done.skipped})  # fmt: skip
+        return 0
     print(
         f"loaded {done.threads} thread(s): {done.written} records written, {done.skipped} "
         "already stored"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -25,12 +26,13 @@ from .options import (
     budgets,
     command,
     given_budgets,
+    json_option,
     positive,
     rebuild_option,
     settings_of,
 )
-from .output import log_to_stderr, out
-from .prompt import print_prompt
+from .output import log_to_stderr, out, print_json
+from .prompt import print_prompt, prompt_json
 from .stores import opened
 
 TAIL = (400, 800)
@@ -55,6 +57,7 @@ def register(commands: Commands) -> None:
     demo.add_argument(
         "--depth", type=positive, default=DEPTH, help=f"levels drawn under each top node ({DEPTH})"
     )
+    json_option(demo)
     budgets(demo)
     rebuild_option(demo)
 
@@ -71,11 +74,13 @@ def _demo(args: argparse.Namespace) -> int:
     if "line" not in given:
         settings = settings.with_changes(line=LINE)
     if args.db is not None:
-        return anyio.run(show_demo, settings, args.db, args.depth, args.db, given, args.rebuild)
+        show = partial(show_demo, as_json=args.json)
+        return anyio.run(show, settings, args.db, args.depth, args.db, given, args.rebuild)
     with TemporaryDirectory(prefix="chat-outline-demo-") as scratch:
         db = str(Path(scratch) / "demo.sqlite")
         where = "temporary (keep it with --db demo.sqlite)"
-        return anyio.run(show_demo, settings, db, args.depth, where, given, args.rebuild)
+        show = partial(show_demo, as_json=args.json, kept=False)
+        return anyio.run(show, settings, db, args.depth, where, given, args.rebuild)
 
 
 async def show_demo(
@@ -85,9 +90,13 @@ async def show_demo(
     where: str,
     given: Mapping[str, Any],
     rebuild: bool,
+    *,
+    as_json: bool = False,
+    kept: bool = True,
 ) -> int:
-    """Ingest the chat into `db`, then show it. A store where the demo ran before keeps the
-    settings it was built with (options given otherwise are refused, unless `rebuild`)."""
+    """Ingest the chat into `db`, then show it (`as_json`: as one JSON document; the store's
+    path in it null unless `kept`). A store where the demo ran before keeps the settings it was
+    built with (options given otherwise are refused, unless `rebuild`)."""
     from ..ingest import read
     from ..plugin import History
     from . import report
@@ -97,6 +106,9 @@ async def show_demo(
         parsed = read(path)
     plan = await plan_run(db, [parsed], settings, given, rebuild=rebuild)
     settings = plan.settings
+    if as_json:
+        await write_files([parsed], plan, db, False, quiet=True)
+        return await _demo_json(settings, db if kept else None, db)
     console = out()
     console.rule("chat-outline demo")
     console.print(
@@ -122,4 +134,18 @@ async def show_demo(
     console.rule(f"what {AGENT} is sent now")
     async with History(settings, store=db) as history:
         await print_prompt(history, THREAD, agent=AGENT)
+    return 0
+
+
+async def _demo_json(settings: HistorySettings, kept: str | None, db: str) -> int:
+    """The demo's thread as `show --json` gives it, and what north is sent as `prompt --json`."""
+    from ..agent.rendering import render_view
+    from ..plugin import History
+    from . import report
+
+    async with History(settings, store=db) as history:
+        snap = await report.snapshot(history.store, THREAD)
+        rendered = await render_view(history, THREAD, agent=AGENT)
+    shown = report.show_json(snap)
+    print_json({"store": kept, "show": shown, "prompt": prompt_json(THREAD, AGENT, rendered)})
     return 0

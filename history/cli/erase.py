@@ -6,7 +6,8 @@ import argparse
 
 import anyio
 
-from .options import Commands, command, db_option
+from .options import Commands, command, db_option, json_option
+from .output import print_json
 from .stores import must_exist, opened
 
 
@@ -16,6 +17,7 @@ def register(commands: Commands) -> None:
     )
     erase.add_argument("thread")
     db_option(erase)
+    json_option(erase)
 
 
 def _erase(args: argparse.Namespace) -> int:
@@ -31,5 +33,8 @@ async def _erase_thread(args: argparse.Namespace) -> int:
         snap = await report.snapshot(store, thread)
         await store.erase(thread)
     f = snap.figures
+    if args.json:
+        print_json({"thread": thread, "messages": f.messages, "lines": f.nodes})
+        return 0
     print(f"erased thread {thread!r}: {f.messages} messages and {f.nodes} lines")
     return 0

@@ -26,10 +26,11 @@ from .options import (
     command,
     db_option,
     given_budgets,
+    json_option,
     rebuild_option,
     settings_of,
 )
-from .output import counted, err, log_to_stderr, report_problems, say
+from .output import counted, err, log_to_stderr, print_json, report_problems, say
 from .stores import opened
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def register(commands: Commands) -> None:
         "--skip-bad", action="store_true", help="ingest the good records when some are bad"
     )
     db_option(ingest)
+    json_option(ingest)
     budgets(ingest)
     rebuild_option(ingest)
 
@@ -98,7 +100,7 @@ async def _store_files(
     from .plan import plan_run
 
     plan = await plan_run(args.db, files, settings, given_budgets(args), rebuild=args.rebuild)
-    return await write_files(files, plan, args.db, args.skip_bad)
+    return await write_files(files, plan, args.db, args.skip_bad, as_json=args.json)
 
 
 def _problems(files: Sequence[Parsed], *, skip: bool) -> bool:
@@ -117,10 +119,17 @@ def _problems(files: Sequence[Parsed], *, skip: bool) -> bool:
 
 
 async def write_files(
-    files: Sequence[Parsed], plan: Plan, db: str, skip: bool, *, quiet: bool = False
+    files: Sequence[Parsed],
+    plan: Plan,
+    db: str,
+    skip: bool,
+    *,
+    quiet: bool = False,
+    as_json: bool = False,
 ) -> int:
     """Check the records against the store, write them with a progress bar, wait for processing,
-    then rebuild the threads the plan names (their settings changed by the options given)."""
+    then rebuild the threads the plan names (their settings changed by the options given); what
+    was done on stdout (`as_json`: one JSON document) unless `quiet`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..plugin import History
@@ -173,7 +182,20 @@ async def write_files(
         threads = len(await history.store.threads())
     if plan.rebuild:
         await _rebuild_changed(plan, db)
+    c = history.counters
     if quiet:
+        return 0
+    if as_json:
+        print_json({
+            "store": db,
+            "files": [
+                {"file": str(parsed.path), "format": parsed.format, "messages": parsed.messages,
+                 "new": tally.new, "known": tally.known, "erased": tally.erased}
+                for parsed, tally in zip(files, tallies, strict=True)
+            ],
+            "threads": threads, "processed": c.processed, "asked": c.asks,
+            "summarizer": settings.summarizer,
+        })  # fmt: skip
         return 0
     for parsed, tally in zip(files, tallies, strict=True):
         erased = f", {counted(tally.erased, 'thread erase')}" if tally.erased else ""
@@ -182,7 +204,6 @@ async def write_files(
             f"{tally.new} new, "
             f"{tally.known} already stored{erased}"
         )
-    c = history.counters
     print(
         f"{db}: {counted(threads, 'thread')}; {counted(c.processed, 'message')} processed, "
         f"{counted(c.asks, 'line')} asked of "

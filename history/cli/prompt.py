@@ -23,6 +23,7 @@ from .output import print_json, say
 from .stores import must_exist
 
 if TYPE_CHECKING:
+    from ..agent.rendering import Rendered
     from ..plugin import History
 
 
@@ -208,6 +209,20 @@ async def only_agent(history: History, thread: str) -> str | None:
     return agents[0] if len(agents) == 1 else None
 
 
+def prompt_json(thread: str, agent: str | None, result: Rendered) -> dict[str, object]:
+    """What `prompt --json` prints of a rendered view."""
+    shown: dict[str, object] = {"thread": thread, "agent": agent, "text": result.text,
+                                "tokens": result.tokens, "bytes": result.bytes}  # fmt: skip
+    if (request := result.request) is not None:
+        m = request.measured
+        shown["request"] = {
+            "model": m.model, "tokens": m.tokens, "bytes": m.bytes, "marks": m.marks,
+            "max_marks": m.max_marks, "cached": m.cached, "minimum": m.minimum,
+            "reaches": m.reaches, "body": request.body,
+        }  # fmt: skip
+    return shown
+
+
 async def print_prompt(
     history: History,
     thread: str,
@@ -225,16 +240,7 @@ async def print_prompt(
     result = await render_view(history, thread, agent=agent, model=model)
     request = result.request
     if as_json:
-        shown: dict[str, object] = {"thread": thread, "agent": agent, "text": result.text,
-                                    "tokens": result.tokens, "bytes": result.bytes}  # fmt: skip
-        if request is not None:
-            m = request.measured
-            shown["request"] = {
-                "model": m.model, "tokens": m.tokens, "bytes": m.bytes, "marks": m.marks,
-                "max_marks": m.max_marks, "cached": m.cached, "minimum": m.minimum,
-                "reaches": m.reaches, "body": request.body,
-            }  # fmt: skip
-        print_json(shown)
+        print_json(prompt_json(thread, agent, result))
         return
     if request is not None:
         sys.stdout.write(json.dumps(request.body, ensure_ascii=False, indent=2) + "\n")

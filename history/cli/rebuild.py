@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..errors import RebuildRefused, UnpinnedError
-from .options import Commands, budgets, command, db_option, given_budgets, settings_of
+from .options import Commands, budgets, command, db_option, given_budgets, json_option, settings_of
+from .output import print_json
 from .stores import must_exist, opened
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ def register(commands: Commands) -> None:
         help="rebuild even when it leaves summarized messages without a line (a larger tail)",
     )
     db_option(rebuild)
+    json_option(rebuild)
     budgets(rebuild)
 
 
@@ -76,9 +78,18 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
             dry_run=args.dry_run,
             force=args.force,
         )
+    changed = differences(record, settings) if record is not None else {}
+    if args.json:
+        print_json({
+            "thread": done.thread, "dry_run": args.dry_run, "messages": done.messages,
+            "nodes": done.summaries, "lines": len(done.outline.lines),
+            "bytes": done.outline.bytes, "asks": done.asks, "replayed": done.replayed,
+            "model_calls": done.model_calls, "recorded": record is not None,
+            "changed": {name: {"was": old, "now": new} for name, (old, new) in changed.items()},
+        })  # fmt: skip
+        return 0
     verb = "would rebuild" if args.dry_run else "rebuilt"
     calls = "would make" if args.dry_run else "made"
-    changed = differences(record, settings) if record is not None else {}
     if record is None:
         how = f"with {listed(_budgets_of(settings))} (no settings were recorded for it)"
     elif changed:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 import anyio
 
 from ..errors import ConfigurationError
 from .options import Commands, command, db_option, positive
-from .output import say
+from .output import print_json, say
 from .stores import must_exist, opened
 
 HOST = "127.0.0.1"
@@ -28,6 +29,11 @@ def register(commands: Commands) -> None:
         "--host", default=HOST, help=f"the address to listen on ({HOST}: this machine only)"
     )
     serve.add_argument("--port", type=positive, default=PORT, help=f"the port ({PORT})")
+    serve.add_argument(
+        "--json",
+        action="store_true",
+        help="print the store and the viewer's address as one JSON document before serving",
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -42,7 +48,11 @@ def _serve(args: argparse.Namespace) -> int:
     if args.host != HOST:
         say(f"warning: listening on {args.host!r}: anyone who can reach port {args.port} "
             "reads every thread of the store")  # fmt: skip
-    say(f"serving {where} at http://{args.host}:{args.port}/ (Ctrl-C stops)")
+    url = f"http://{args.host}:{args.port}/"
+    if args.json:
+        print_json({"store": where, "url": url})
+        sys.stdout.flush()
+    say(f"serving {where} at {url} (Ctrl-C stops)")
     config = uvicorn.Config(
         create_app(args.db), host=args.host, port=args.port, log_level=logging.WARNING,
         access_log=False, server_header=False,

@@ -93,6 +93,13 @@ class Store(Protocol):
         """Delete the thread's messages, summaries, outline and calls in one transaction."""
         ...
 
+    async def retract(self, before: Outline, after: Outline, gone: Sequence[Stored]) -> bool:
+        """Delete the thread's newest messages `gone` (in seq order, with their search rows)
+        and write `after` (its outline without them), in one transaction, if the outline is
+        still `before` and `gone[-1]` is still its newest message; False if not. Taking back the
+        thread's first message deletes its outline too."""
+        ...
+
     async def threads(self) -> list[str]:
         """Every thread with stored messages, sorted."""
         ...

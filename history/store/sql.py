@@ -261,6 +261,36 @@ class SQLStore:
 
         return await self._sql.run(delete, mode="write") > 0
 
+    async def retract(self, before: Outline, after: Outline, gone: Sequence[Stored]) -> bool:
+        thread, first = before.thread, gone[0].seq
+        update = {
+            **rows.outline_update(after, lines_changed=False),
+            "thread": thread, "epoch": before.epoch, "version": before.version,
+        }  # fmt: skip
+        keys = [
+            {"thread": thread, "agent": s.message.author if s.message.step else "", "idx": idx}
+            for s in gone
+            if (idx := s.step_index if s.message.step else s.index) is not None
+        ]
+
+        async def delete(tx: Transaction) -> None:
+            await tx.lock_thread(thread)  # no message is stored meanwhile
+            newest = await tx.one("newest_seq", thread=thread)
+            if newest is None or newest["seq"] != gone[-1].seq:
+                raise _Stale
+            if await tx.execute("update_outline", **update) != 1:
+                raise _Stale
+            await tx.executemany("retract_search", keys)
+            await tx.execute("retract_messages", thread=thread, first=first)
+            if first == 0:  # nothing is left of the thread
+                await tx.execute("erase_outline", thread=thread)
+
+        try:
+            await self._sql.run(delete, mode="write")
+        except _Stale:
+            return False
+        return True
+
     async def threads(self) -> list[str]:
         return [r["thread"] for r in await self._sql.run(lambda tx: tx.fetch("threads"))]
 

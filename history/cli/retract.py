@@ -1,0 +1,53 @@
+"""`chat-outline retract THREAD --after SEQ`: take back a thread's newest messages while they are
+whole in its tail (`History.retract`), with the settings the thread was built with."""
+
+from __future__ import annotations
+
+import argparse
+
+import anyio
+
+from .options import Commands, command, db_option, json_option
+from .output import counted, print_json
+from .stores import must_exist
+
+
+def register(commands: Commands) -> None:
+    retract = command(
+        commands, "retract", _retract,
+        help="take back a thread's newest messages while they are whole in its tail",
+    )  # fmt: skip
+    retract.add_argument("thread")
+    retract.add_argument(
+        "--after", type=int, required=True, metavar="SEQ",
+        help="take back every message after this seq (-1: all of them)",
+    )  # fmt: skip
+    db_option(retract)
+    json_option(retract)
+
+
+def _retract(args: argparse.Namespace) -> int:
+    return anyio.run(_take_back, args)
+
+
+async def _take_back(args: argparse.Namespace) -> int:
+    from ..plugin import History
+    from ..settings import HistorySettings
+    from .prompt import as_built
+    from .report import resolve
+
+    must_exist(args.db)
+    async with History(HistorySettings(summarizer="echo"), store=args.db, process=False) as history:
+        thread = await resolve(history.store, args.thread)
+        gone = await (await as_built(history, thread)).retract(thread, after=args.after)
+    if args.json:
+        print_json(
+            {"thread": thread, "retracted": [{"seq": s.seq, "id": s.message.id} for s in gone]}
+        )
+    elif not gone:
+        print(f"thread {thread!r} has no message after seq {args.after}")
+    else:
+        print(
+            f"took back {counted(len(gone), 'message')} of thread {thread!r}: seq {gone[0].seq} on"
+        )
+    return 0
