@@ -20,7 +20,7 @@ import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Literal, Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -28,6 +28,7 @@ from anyio.abc import TaskGroup
 from ._checks import optional_text
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
+from .breaker import Breaker, Health
 from .contract import Message, Outline, Stored
 from .errors import (
     ClosedError,
@@ -46,6 +47,7 @@ from .settings import HistorySettings
 from .store import Store, default_store, open_store
 from .summarizer import (
     Deferred,
+    Down,
     Summarizer,
     checked_summarizer,
     summarizer_for,
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+STORE_CLOSE = 1.0
+"""Seconds closing the store may take (after `close_timeout`) before it is left open."""
 LARGE_TEXT = 100_000
 """Texts longer than this are weighed on a worker thread, so the event loop keeps serving."""
 
@@ -77,6 +81,9 @@ class History:
         max_pause: float = 60.0,
         on_ask: AskListener | None = None,
         process: bool = True,
+        close_timeout: float = 10.0,
+        max_failures: int = 5,
+        when_down: Literal["fall back", "stop"] = "fall back",
     ) -> None:
         """Check the settings and resolve the summarizer; nothing is opened or called yet.
 
@@ -102,6 +109,15 @@ class History:
                 opening; False only stores, and leaves the processing to workers that share the
                 store (`chat-outline worker`), which call `catch_up`: the model `settings` names
                 is resolved (its key read) only then, so a History that only stores needs none.
+            close_timeout: seconds leaving the block waits for the work in flight; then it is
+                cancelled, and what it had not committed stays pending for the next open.
+            max_failures: summarizer failures in a row, across threads, that open the breaker
+                (see `health`); one that waiting will not mend (a refused key, an unknown
+                model) opens it at once.
+            when_down: while the breaker is open, "fall back": the lines a cut needs are the
+                cut of their input at once (marked as fallbacks), so every thread keeps its
+                budget; "stop": threads stop where they are, their messages pending (the
+                command line's fail-fast).
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -114,6 +130,16 @@ class History:
                 f"timeout must be > 0 and 0 <= pause <= max_pause, got {timeout!r}, "
                 f"{pause!r}, {max_pause!r}"
             )
+        if not 0 < close_timeout < float("inf"):
+            raise ConfigurationError(
+                f"close_timeout must be a number of seconds > 0, got {close_timeout!r}"
+            )
+        if isinstance(max_failures, bool) or not isinstance(max_failures, int) or max_failures < 1:
+            raise ConfigurationError(
+                f"max_failures must be a whole number >= 1, got {max_failures!r}"
+            )
+        if when_down not in ("fall back", "stop"):
+            raise ConfigurationError(f'when_down must be "fall back" or "stop", got {when_down!r}')
         if model is None or _is_model(model):
             model = summarizer_for(
                 model or settings.summarizer, settings=settings.model_settings,
@@ -130,7 +156,11 @@ class History:
         self.store: Store = store
         self.counters = Counters()
         self._pause, self._max_pause = pause, max_pause
-        self._asker = Asker(model, self.counters, concurrency=concurrency, timeout=timeout)
+        self._close_timeout = close_timeout
+        self._asker = Asker(
+            model, self.counters, concurrency=concurrency, timeout=timeout,
+            breaker=Breaker(open_after=max_failures), stop_when_down=when_down == "stop",
+        )  # fmt: skip
         self._listeners: list[AskListener] = [on_ask] if on_ask else []
         self._runner = Runner(
             store, settings, self._asker, model_key=self.model_key, counters=self.counters,
@@ -164,12 +194,23 @@ class History:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        """On a clean exit, finish processing what was handed over; on an error, stop at once."""
+        """On a clean exit, finish processing what was handed over, for `close_timeout` at most;
+        on an error, or after that, stop at once (what was not committed stays pending)."""
         assert self._stack is not None
-        if kind is not None and self._group is not None:
-            self._group.cancel_scope.cancel()
-        else:
+        if kind is None and self._group is not None:
             self._hasten()  # what waits is committed before the block ends
+            with anyio.move_on_after(self._close_timeout):
+                while self._lanes.busy:
+                    await self._lanes.idle.wait()
+            if self._lanes.busy:
+                log.warning(
+                    "closing: %d thread(s) still at work after %.1fs are cancelled; their "
+                    "messages stay pending for the next open",
+                    self._lanes.busy, self._close_timeout,
+                )  # fmt: skip
+                self._group.cancel_scope.cancel()
+        elif self._group is not None:
+            self._group.cancel_scope.cancel()
         try:
             return await self._stack.__aexit__(kind, exc, tb)
         except BaseExceptionGroup as group:
@@ -180,8 +221,12 @@ class History:
             self._closed = True
 
     async def _close_store(self) -> None:
-        with anyio.CancelScope(shield=True):  # closed even when the exit is a cancellation
+        # Closed even when the exit is a cancellation; bounded, for a store that hangs (a full
+        # disk): its connection is then left to the process's end.
+        with anyio.move_on_after(STORE_CLOSE, shield=True) as scope:
             await self.store.close()
+        if scope.cancelled_caught:
+            log.error("closing: the store did not close in %.1fs; left open", STORE_CLOSE)
 
     # The app's events.
 
@@ -286,6 +331,11 @@ class History:
             if lane.wake is not None and thread in (None, lane.thread):
                 lane.wake.set()
 
+    def health(self) -> Health:
+        """How the summarizer is doing: the breaker's state, failures in a row, the last error,
+        the lines that fell back (see `history.breaker`)."""
+        return self._asker.breaker.health(fallbacks=self.counters.fallbacks)
+
     def subscribe(self, listener: AskListener) -> None:
         """Call `listener` with every summarizer conversation once its batch is committed."""
         self._listeners.append(listener)
@@ -364,6 +414,8 @@ class History:
                         self._refused.add(thread)
                         self.counters.refused += 1
                     return
+                except Down:
+                    return  # when_down="stop": the thread waits, pending, for the next open
                 except StoreGoneError as exc:
                     # Nor can it when the store was dropped: the thread waits for a restore.
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})
