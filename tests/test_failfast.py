@@ -142,7 +142,8 @@ def test_ingest_with_a_refused_key_stops_at_its_first_request(
     )  # fmt: skip
     assert done.returncode != 0, done.stdout
     last = done.stderr.strip().splitlines()[-1]
-    assert "refused what waiting will not mend (last: ModelAuthenticationError (status 401))" in last
+    why = "refused what waiting will not mend (last: ModelAuthenticationError (status 401))"
+    assert why in last
     assert len(asked) == 1  # not 5 tries with backoff, nor the rest of the lines
     assert "sk-test" not in done.stderr
     assert pending(db) == (COUNT, True)
