@@ -37,7 +37,7 @@ import anyio.lowlevel
 from .breaker import Breaker
 from .contract import Reply, Task
 from .errors import ConfigurationError, SummarizerError, UnpinnedError
-from .summarizer import AskFn, Down, Exhausted, Refused, Summarizer
+from .summarizer import AskFn, Down, Exhausted, Refused, Summarizer, summarizer_key
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,42 @@ async def request(
         what = describe(exc.error if isinstance(exc, _Raised) else exc)
         raise kind(f"summarizer {name!r} raised {what}") from exc
     return checked(reply, name)
+
+
+class Persistent:
+    """A summarizer asked again after a transient failure, up to `max_failures` failures in a
+    row, each try given `timeout` seconds, with a pause that doubles from 1 s (at most 8 s):
+    for a one-shot command such as a rebuild, which has no breaker. An error that waiting will
+    not mend is raised at once. Its name and key are the summarizer's: its calls are recorded
+    as that summarizer's."""
+
+    def __init__(self, summarizer: Summarizer, *, max_failures: int, timeout: float) -> None:
+        self.name = summarizer.name
+        self.key = summarizer_key(summarizer)
+        self._summarizer, self._max_failures, self._timeout = summarizer, max_failures, timeout
+
+    @property
+    def longest(self) -> float:
+        """The longest a reply may take, every try and pause included."""
+        return self._max_failures * (self._timeout + 8.0)
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        failures = 0
+        while True:
+            try:
+                with anyio.fail_after(self._timeout):
+                    return await self._summarizer.reply(task, prompts, answers)
+            except Exception as exc:
+                failures += 1
+                if permanent(exc) or failures >= self._max_failures:
+                    raise
+                pause = min(2.0 ** (failures - 1), 8.0)
+                log.warning(
+                    "summarizer %r failed (%s); asking again in %.0fs (%d of %d failures)",
+                    self.name, describe(exc), pause, failures, self._max_failures,
+                    extra={"chat_thread": task.thread},
+                )  # fmt: skip
+                await anyio.sleep(pause)
 
 
 class _Raised(Exception):

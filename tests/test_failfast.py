@@ -238,3 +238,28 @@ def worker(db: str, silent: str) -> None:
     assert process.returncode == 0, err[-2000:]
     assert took < 2 + 2 + 1, err[-2000:]
     assert out.splitlines()[-1].startswith("processed ")
+
+
+def test_rebuild_with_an_unreachable_provider_exits_non_zero_changing_nothing(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "h.sqlite"
+    built = subprocess.run(
+        command("ingest", chat(tmp_path), "--db", db, "--tail", "100,200"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    before = db.read_bytes()
+    url = "http://127.0.0.1:9/v1"
+    started = time.monotonic()
+    done = subprocess.run(
+        command("rebuild", "t", "--db", db, "--summarizer", MODEL, "--allow-model-calls",
+                "--max-failures", "2"),
+        env=environment(url), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    took = time.monotonic() - started
+    assert done.returncode != 0 and took < 60, (took, done.stderr[-2000:])
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"chat-outline: summarizer {MODEL!r} raised ModelConnectionError"), last
+    assert "(2 of 2 failures)" not in done.stderr and "(1 of 2 failures)" in done.stderr
+    assert db.read_bytes() == before
