@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -218,3 +219,22 @@ async def test_a_summarizer_that_always_fails_keeps_the_prompt_within_its_budget
             peak = max(peak, tokens(sent) - tokens(render(m)))
         assert h.health().state == "open"
     assert peak <= settings.tail[1] + settings.outline[1]
+
+
+async def test_threads_shows_the_lines_that_fell_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from history.cli import main
+
+    db = tmp_path / "h.sqlite"
+    settings = HistorySettings(summarizer="scripted", tail=(1, 2), kept=1, line=64)
+    async with History(settings, store=db, model=Refusing()) as history:
+        for k, text in enumerate(["word " * 40, "ok", "fine", "later"]):
+            await history.message_created(message(k, text))
+        await history.wait()
+    capsys.readouterr()
+    assert await anyio.to_thread.run_sync(main, ["threads", "--db", str(db), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["threads"]
+    assert [(t["thread"], t["nodes"], t["fallbacks"]) for t in listed] == [("t", 4, 2)]
+    assert await anyio.to_thread.run_sync(main, ["threads", "--db", str(db)]) == 0
+    assert "4 (2 fallback)" in capsys.readouterr().out

@@ -62,11 +62,14 @@ async def until_sigterm(work: Callable[[], Awaitable[int]]) -> int:
     """`work()`, or STOPPED once a SIGTERM comes: the work is cancelled (a History in it leaves
     as on any cancellation: bounded, every stored message not yet processed kept pending)."""
     import signal
+    import threading
 
     import anyio
 
     from .output import say
 
+    if threading.current_thread() is not threading.main_thread():
+        return await work()  # signals reach the main thread only (a command run in a test)
     code = STOPPED
     with anyio.open_signal_receiver(signal.SIGTERM) as signals, anyio.CancelScope() as work_scope:
         try:
