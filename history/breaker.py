@@ -59,9 +59,12 @@ class Breaker:
         self,
         *,
         open_after: int = OPEN_AFTER,
+        probe: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._open_after = open_after
+        """`probe`: False keeps it open once opened (a command that stops when the summarizer
+        is down must not pass for well because one later ask was answered)."""
+        self._open_after, self._probe = open_after, probe
         self._clock = clock
         self._state: State = "closed"
         self._failures = 0
@@ -81,7 +84,7 @@ class Breaker:
         must end with `answered`, `failed` or `released`."""
         if self._state == "closed":
             return True
-        if self._state == "open" and self._clock() >= self._next_probe:
+        if self._state == "open" and self._probe and self._clock() >= self._next_probe:
             self._state = "probing"
             return True
         return False

@@ -159,7 +159,8 @@ class History:
         self._close_timeout = close_timeout
         self._asker = Asker(
             model, self.counters, concurrency=concurrency, timeout=timeout,
-            breaker=Breaker(open_after=max_failures), stop_when_down=when_down == "stop",
+            breaker=Breaker(open_after=max_failures, probe=when_down == "fall back"),
+            stop_when_down=when_down == "stop",
         )  # fmt: skip
         self._listeners: list[AskListener] = [on_ask] if on_ask else []
         self._runner = Runner(

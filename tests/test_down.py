@@ -238,3 +238,37 @@ async def test_threads_shows_the_lines_that_fell_back(
     assert [(t["thread"], t["nodes"], t["fallbacks"]) for t in listed] == [("t", 4, 2)]
     assert await anyio.to_thread.run_sync(main, ["threads", "--db", str(db)]) == 0
     assert "4 (2 fallback)" in capsys.readouterr().out
+
+
+async def test_when_down_stop_leaves_the_thread_pending_for_the_next_open(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    settings = HistorySettings(summarizer="scripted", tail=(1, 2), kept=1, line=64)
+    texts = [f"message {k} " + "word " * 30 for k in range(12)]
+    refusing = Refusing()
+    async with History(settings, store=db, model=refusing, when_down="stop") as history:
+        for k, text in enumerate(texts):
+            await history.message_created(message(k, text))
+        with anyio.fail_after(10):
+            await history.wait()
+        stopped = await history.outline("t")
+        health = history.health()
+    assert refusing.calls == 1 and history.counters.fallbacks == 0
+    assert health.state == "open" and health.permanent
+    assert stopped is not None and stopped.position < 11
+    async with History(settings, store=db) as history:  # the summarizer answers again
+        await history.wait()
+        caught_up = await history.outline("t")
+        nodes = await history.store.summaries("t")
+    assert caught_up is not None and caught_up.position == 11
+    assert nodes and not any(n.fallback for n in nodes)
+
+
+@pytest.mark.parametrize(
+    ("option", "bad"),
+    [("max_failures", 0), ("max_failures", 2.5), ("max_failures", True), ("when_down", "wait")],
+)
+def test_the_breaker_options_are_checked(option: str, bad: object) -> None:
+    from history.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=f"{option} must be .*{bad!r}"):
+        History(HistorySettings(summarizer="echo"), store=":memory:", **{option: bad})  # type: ignore[arg-type]
