@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.lowlevel
 
-from .breaker import Breaker
+from .breaker import OPEN_AFTER, Breaker, WhenDown
 from .contract import Reply, Task
 from .errors import ConfigurationError, SummarizerError, UnpinnedError
 from .summarizer import AskFn, Down, Exhausted, Refused, Summarizer, summarizer_key
@@ -303,15 +303,23 @@ class Asker:
         *,
         concurrency: int,
         timeout: float,
-        breaker: Breaker | None = None,
-        stop_when_down: bool = False,
+        max_failures: int = OPEN_AFTER,
+        when_down: WhenDown = "fall back",
     ) -> None:
+        """`max_failures` in a row open the breaker; `when_down`: see `WhenDown`."""
+        if isinstance(max_failures, bool) or not isinstance(max_failures, int) or max_failures < 1:
+            raise ConfigurationError(
+                f"max_failures must be a whole number >= 1, got {max_failures!r}"
+            )
+        if when_down not in ("fall back", "stop"):
+            raise ConfigurationError(f'when_down must be "fall back" or "stop", got {when_down!r}')
         self.summarizer = summarizer
-        self.breaker = breaker or Breaker()
+        # A command that stops when it is down must not pass for well after a later answer.
+        self.breaker = Breaker(open_after=max_failures, probe=when_down == "fall back")
         self._counters = counters
         self._limiter = anyio.CapacityLimiter(concurrency)
         self._timeout = timeout
-        self._stop_when_down = stop_when_down
+        self._stop_when_down = when_down == "stop"
 
     def asking(self, memory: Memory) -> AskFn:
         """How a thread asks: each request answered from its `memory` when it made it before."""

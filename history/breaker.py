@@ -31,6 +31,8 @@ LONGEST_COOL_DOWN = 60.0
 """The longest wait between two probes: a provider back up is seen within it."""
 
 State = Literal["closed", "open", "probing"]
+WhenDown = Literal["fall back", "stop"]
+"""What threads do while the breaker is open: their lines fall back at once, or they stop."""
 
 
 @dataclass(frozen=True, kw_only=True)

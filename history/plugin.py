@@ -20,7 +20,7 @@ import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -28,7 +28,7 @@ from anyio.abc import TaskGroup
 from ._checks import optional_text
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
-from .breaker import Breaker, Health
+from .breaker import Health, WhenDown
 from .contract import Message, Outline, Stored
 from .errors import (
     ClosedError,
@@ -39,7 +39,7 @@ from .errors import (
     SummarizerError,
     UnpinnedError,
 )
-from .lane import LINGER, Lane, Lanes
+from .lane import LINGER, STORE_CLOSE, Lane, Lanes
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
@@ -60,8 +60,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STORE_CLOSE = 1.0
-"""Seconds closing the store may take (after `close_timeout`) before it is left open."""
 LARGE_TEXT = 100_000
 """Texts longer than this are weighed on a worker thread, so the event loop keeps serving."""
 
@@ -83,7 +81,7 @@ class History:
         process: bool = True,
         close_timeout: float = 10.0,
         max_failures: int = 5,
-        when_down: Literal["fall back", "stop"] = "fall back",
+        when_down: WhenDown = "fall back",
     ) -> None:
         """Check the settings and resolve the summarizer; nothing is opened or called yet.
 
@@ -109,15 +107,9 @@ class History:
                 opening; False only stores, and leaves the processing to workers that share the
                 store (`chat-outline worker`), which call `catch_up`: the model `settings` names
                 is resolved (its key read) only then, so a History that only stores needs none.
-            close_timeout: seconds leaving the block waits for the work in flight; then it is
-                cancelled, and what it had not committed stays pending for the next open.
-            max_failures: summarizer failures in a row, across threads, that open the breaker
-                (see `health`); one that waiting will not mend (a refused key, an unknown
-                model) opens it at once.
-            when_down: while the breaker is open, "fall back": the lines a cut needs are the
-                cut of their input at once (marked as fallbacks), so every thread keeps its
-                budget; "stop": threads stop where they are, their messages pending (the
-                command line's fail-fast).
+            close_timeout: seconds leaving the block waits for work in flight, then cancels it.
+            max_failures, when_down: failures in a row that open the summarizer's breaker, and
+                "fall back" (lines cut at once) or "stop" while open (`history.breaker`).
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -130,16 +122,6 @@ class History:
                 f"timeout must be > 0 and 0 <= pause <= max_pause, got {timeout!r}, "
                 f"{pause!r}, {max_pause!r}"
             )
-        if not 0 < close_timeout < float("inf"):
-            raise ConfigurationError(
-                f"close_timeout must be a number of seconds > 0, got {close_timeout!r}"
-            )
-        if isinstance(max_failures, bool) or not isinstance(max_failures, int) or max_failures < 1:
-            raise ConfigurationError(
-                f"max_failures must be a whole number >= 1, got {max_failures!r}"
-            )
-        if when_down not in ("fall back", "stop"):
-            raise ConfigurationError(f'when_down must be "fall back" or "stop", got {when_down!r}')
         if model is None or _is_model(model):
             model = summarizer_for(
                 model or settings.summarizer, settings=settings.model_settings,
@@ -156,18 +138,16 @@ class History:
         self.store: Store = store
         self.counters = Counters()
         self._pause, self._max_pause = pause, max_pause
-        self._close_timeout = close_timeout
         self._asker = Asker(
             model, self.counters, concurrency=concurrency, timeout=timeout,
-            breaker=Breaker(open_after=max_failures, probe=when_down == "fall back"),
-            stop_when_down=when_down == "stop",
+            max_failures=max_failures, when_down=when_down,
         )  # fmt: skip
         self._listeners: list[AskListener] = [on_ask] if on_ask else []
         self._runner = Runner(
             store, settings, self._asker, model_key=self.model_key, counters=self.counters,
             listeners=self._listeners,
         )  # fmt: skip
-        self._lanes = Lanes()
+        self._lanes = Lanes(close_timeout=close_timeout)
         self._stack: AsyncExitStack | None = None
         self._group: TaskGroup | None = None
         self._closed = False
@@ -195,23 +175,12 @@ class History:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        """On a clean exit, finish processing what was handed over, for `close_timeout` at most;
-        on an error, or after that, stop at once (what was not committed stays pending)."""
+        """On a clean exit, finish what was handed over (`close_timeout`); on an error, stop."""
         assert self._stack is not None
-        if kind is None and self._group is not None:
+        if kind is None:
             self._hasten()  # what waits is committed before the block ends
-            with anyio.move_on_after(self._close_timeout):
-                while self._lanes.busy:
-                    await self._lanes.idle.wait()
-            if self._lanes.busy:
-                log.warning(
-                    "closing: %d thread(s) still at work after %.1fs are cancelled; their "
-                    "messages stay pending for the next open",
-                    self._lanes.busy, self._close_timeout,
-                )  # fmt: skip
-                self._group.cancel_scope.cancel()
-        elif self._group is not None:
-            self._group.cancel_scope.cancel()
+        if self._group is not None and (kind is not None or not await self._lanes.settle()):
+            self._group.cancel_scope.cancel()  # what it did not commit stays pending
         try:
             return await self._stack.__aexit__(kind, exc, tb)
         except BaseExceptionGroup as group:
@@ -222,12 +191,9 @@ class History:
             self._closed = True
 
     async def _close_store(self) -> None:
-        # Closed even when the exit is a cancellation; bounded, for a store that hangs (a full
-        # disk): its connection is then left to the process's end.
-        with anyio.move_on_after(STORE_CLOSE, shield=True) as scope:
+        # Even when the exit is a cancellation; bounded, for a store that hangs (a full disk).
+        with anyio.move_on_after(STORE_CLOSE, shield=True):
             await self.store.close()
-        if scope.cancelled_caught:
-            log.error("closing: the store did not close in %.1fs; left open", STORE_CLOSE)
 
     # The app's events.
 
@@ -333,8 +299,7 @@ class History:
                 lane.wake.set()
 
     def health(self) -> Health:
-        """How the summarizer is doing: the breaker's state, failures in a row, the last error,
-        the lines that fell back (see `history.breaker`)."""
+        """How the summarizer is doing (its breaker, the lines that fell back)."""
         return self._asker.breaker.health(fallbacks=self.counters.fallbacks)
 
     def subscribe(self, listener: AskListener) -> None:
