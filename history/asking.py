@@ -62,7 +62,8 @@ class Counters:
     failures: int = 0
     """Summarizer requests that raised, timed out, or answered what cannot be stored."""
     fallbacks: int = 0
-    """Asks that kept failing and fell back to a cut of their input."""
+    """Lines that fell back to a cut of their input: their ask kept failing, or the summarizer
+    was down (its breaker open)."""
     input_tokens: int = 0
     output_tokens: int = 0
     refused: int = 0

@@ -1,6 +1,6 @@
 """The summarizer's circuit breaker: one per `History`, shared by all its threads.
 
-Closed, every ask is sent. After `OPEN_AFTER` failures in a row (across threads), or at once
+Closed, every ask is sent. After `OPEN_AFTER` (6) failures in a row (across threads), or at once
 on an error that waiting will not mend (a refused key, an unknown model, a refused request),
 it opens: no ask is sent, and the lines a cut needs fall back at once (SPEC section 5, version
 3), so the tail is still cut on time and a dead provider is not hammered. Once a cool-down has
@@ -22,9 +22,11 @@ from typing import Literal
 
 log = logging.getLogger(__name__)
 
-OPEN_AFTER = 5
-"""Summarizer failures in a row, across threads, that open the breaker (as many as one ask
-may fail before its line falls back)."""
+OPEN_AFTER = 6
+"""Summarizer failures in a row, across threads, that open the breaker: one more than an ask
+may fail before its line falls back (`asking.FAILED_ASKS_BEFORE_FALLBACK`), so that one request
+that keeps failing while the others are answered does not open it alone, and a summarizer that
+fails everything opens it with the next ask."""
 FIRST_COOL_DOWN = 1.0
 """Seconds after opening before the first probe."""
 LONGEST_COOL_DOWN = 60.0

@@ -28,7 +28,7 @@ from anyio.abc import TaskGroup
 from ._checks import optional_text
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
-from .breaker import Health, WhenDown
+from .breaker import OPEN_AFTER, Health, WhenDown
 from .contract import Message, Outline, Stored
 from .errors import (
     ClosedError,
@@ -80,7 +80,7 @@ class History:
         on_ask: AskListener | None = None,
         process: bool = True,
         close_timeout: float = 10.0,
-        max_failures: int = 5,
+        max_failures: int = OPEN_AFTER,
         when_down: WhenDown = "fall back",
     ) -> None:
         """Check the settings and resolve the summarizer; nothing is opened or called yet.
