@@ -3,6 +3,7 @@
 import typing
 
 from .asking import Counters
+from .breaker import Health
 from .contract import Ask, File, Hit, Message, Outline, Reply, Stored, Summary, Task
 from .errors import (
     ClosedError,
@@ -76,6 +77,7 @@ __all__ = (
     "Counters",
     "Echo",
     "File",
+    "Health",
     "History",
     "HistoryError",
     "HistorySettings",

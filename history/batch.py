@@ -27,6 +27,9 @@ from .summarizer import AskFn, write
 
 log = logging.getLogger(__name__)
 
+FLUSH_ON_STOP = 0.5
+"""Seconds a stopped batch may take to commit the messages that waited for it."""
+
 AskListener = Callable[[Ask], None]
 Linger = Callable[[Lane], Awaitable[None]]
 
@@ -183,8 +186,12 @@ class Runner:
                     lane.forget(answers=False)
                     break
                 except BaseException:
-                    # Cancelled or failed: what waited for this commit is kept.
-                    with anyio.CancelScope(shield=True), contextlib.suppress(StoreError):
+                    # Cancelled or failed: what waited for this commit is kept, unless the
+                    # store hangs (a full disk): then it stays pending, and a close is bounded.
+                    with (
+                        anyio.move_on_after(FLUSH_ON_STOP, shield=True),
+                        contextlib.suppress(StoreError),
+                    ):
                         await self.flush(lane)
                     raise
                 if done.version == state.version:

@@ -10,6 +10,7 @@ not grow the process for months.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -17,7 +18,10 @@ import anyio
 
 from .asking import Memory
 from .contract import Outline, Stored, Summary
+from .errors import ConfigurationError
 from .processing import NodeKey
+
+log = logging.getLogger(__name__)
 
 BATCH = 256
 """Messages processed between two looks at the store (and rows a lane keeps handed over)."""
@@ -34,6 +38,8 @@ NODE_CACHE = 256
 half is dropped."""
 WARM_THREADS = 256
 """Lanes whose outline, recent nodes and tail messages stay in memory between messages."""
+STORE_CLOSE = 1.0
+"""Seconds closing the store may take after `close_timeout` (a full disk) before it is left."""
 
 
 @dataclass(eq=False, kw_only=True)
@@ -118,7 +124,12 @@ class Lane:
 class Lanes:
     """The lanes of the threads this process works on, the last worked on last."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, close_timeout: float = 10.0) -> None:
+        if not 0 < close_timeout < float("inf"):
+            raise ConfigurationError(
+                f"close_timeout must be a number of seconds > 0, got {close_timeout!r}"
+            )
+        self.close_timeout = close_timeout
         self._lanes: dict[str, Lane] = {}
         self.busy = 0
         """Lanes running now."""
@@ -128,6 +139,20 @@ class Lanes:
 
     def __iter__(self) -> Iterator[Lane]:
         return iter(list(self._lanes.values()))
+
+    async def settle(self) -> bool:
+        """Wait `close_timeout` at most for every lane to stop; False (logged) when some still
+        run then: the caller cancels them."""
+        with anyio.move_on_after(self.close_timeout):
+            while self.busy:
+                await self.idle.wait()
+        if self.busy:
+            log.warning(
+                "closing: %d thread(s) still at work after %.1fs are cancelled; their messages "
+                "stay pending for the next open",
+                self.busy, self.close_timeout,
+            )  # fmt: skip
+        return not self.busy
 
     def get(self, thread: str) -> Lane:
         """The thread's lane, made (as the newest) if it has none."""

@@ -28,6 +28,7 @@ from anyio.abc import TaskGroup
 from ._checks import optional_text
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
+from .breaker import OPEN_AFTER, Health, WhenDown
 from .contract import Message, Outline, Stored
 from .errors import (
     ClosedError,
@@ -38,7 +39,7 @@ from .errors import (
     SummarizerError,
     UnpinnedError,
 )
-from .lane import LINGER, Lane, Lanes
+from .lane import LINGER, STORE_CLOSE, Lane, Lanes
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
@@ -47,6 +48,7 @@ from .settings import HistorySettings
 from .store import Store, default_store, open_store
 from .summarizer import (
     Deferred,
+    Down,
     Summarizer,
     checked_summarizer,
     summarizer_for,
@@ -78,6 +80,9 @@ class History:
         max_pause: float = 60.0,
         on_ask: AskListener | None = None,
         process: bool = True,
+        close_timeout: float = 10.0,
+        max_failures: int = OPEN_AFTER,
+        when_down: WhenDown = "fall back",
     ) -> None:
         """Check the settings and resolve the summarizer; nothing is opened or called yet.
 
@@ -103,6 +108,9 @@ class History:
                 opening; False only stores, and leaves the processing to workers that share the
                 store (`chat-outline worker`), which call `catch_up`: the model `settings` names
                 is resolved (its key read) only then, so a History that only stores needs none.
+            close_timeout: seconds leaving the block waits for work in flight, then cancels it.
+            max_failures, when_down: failures in a row that open the summarizer's breaker, and
+                "fall back" (lines cut at once) or "stop" while open (`history.breaker`).
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -131,13 +139,16 @@ class History:
         self.store: Store = store
         self.counters = Counters()
         self._pause, self._max_pause = pause, max_pause
-        self._asker = Asker(model, self.counters, concurrency=concurrency, timeout=timeout)
+        self._asker = Asker(
+            model, self.counters, concurrency=concurrency, timeout=timeout,
+            max_failures=max_failures, when_down=when_down,
+        )  # fmt: skip
         self._listeners: list[AskListener] = [on_ask] if on_ask else []
         self._runner = Runner(
             store, settings, self._asker, model_key=self.model_key, counters=self.counters,
             listeners=self._listeners,
         )  # fmt: skip
-        self._lanes = Lanes()
+        self._lanes = Lanes(close_timeout=close_timeout)
         self._stack: AsyncExitStack | None = None
         self._group: TaskGroup | None = None
         self._closed = False
@@ -165,12 +176,12 @@ class History:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        """On a clean exit, finish processing what was handed over; on an error, stop at once."""
+        """On a clean exit, finish what was handed over (`close_timeout`); on an error, stop."""
         assert self._stack is not None
-        if kind is not None and self._group is not None:
-            self._group.cancel_scope.cancel()
-        else:
+        if kind is None:
             self._hasten()  # what waits is committed before the block ends
+        if self._group is not None and (kind is not None or not await self._lanes.settle()):
+            self._group.cancel_scope.cancel()  # what it did not commit stays pending
         try:
             return await self._stack.__aexit__(kind, exc, tb)
         except BaseExceptionGroup as group:
@@ -181,7 +192,8 @@ class History:
             self._closed = True
 
     async def _close_store(self) -> None:
-        with anyio.CancelScope(shield=True):  # closed even when the exit is a cancellation
+        # Even when the exit is a cancellation; bounded, for a store that hangs (a full disk).
+        with anyio.move_on_after(STORE_CLOSE, shield=True):
             await self.store.close()
 
     # The app's events.
@@ -287,6 +299,10 @@ class History:
             if lane.wake is not None and thread in (None, lane.thread):
                 lane.wake.set()
 
+    def health(self) -> Health:
+        """How the summarizer is doing (its breaker, the lines that fell back)."""
+        return self._asker.breaker.health(fallbacks=self.counters.fallbacks)
+
     def subscribe(self, listener: AskListener) -> None:
         """Call `listener` with every summarizer conversation once its batch is committed."""
         self._listeners.append(listener)
@@ -377,6 +393,8 @@ class History:
                         self._refused.add(thread)
                         self.counters.refused += 1
                     return
+                except Down:
+                    return  # when_down="stop": the thread waits, pending, for the next open
                 except StoreGoneError as exc:
                     # Nor can it when the store was dropped: the thread waits for a restore.
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})

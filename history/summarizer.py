@@ -40,15 +40,29 @@ class Summarizer(Protocol):
     async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
         """Answer `prompts[-1]`, having answered the earlier prompts with `answers`.
 
-        What it raises (any exception, even a CancelledError of its own), or a reply that is
-        not a `Reply` of valid UTF-8 text without NUL and whole token counts >= 0, is a failed
-        request: tried again after a pause, and after five failures the line is a cut.
+        What it raises (any exception, even a CancelledError, KeyboardInterrupt, SystemExit or
+        GeneratorExit of its own), or a reply that is not a `Reply` of valid UTF-8 text without
+        NUL and whole token counts >= 0, is a failed request: tried again after a pause, and
+        after five failures the line is a cut; an error that waiting will not mend (see
+        `Refused`) cuts it at once. A reply that outlives its timeout, even one that ignores
+        its cancellation, is abandoned.
         """
         ...
 
 
 class Exhausted(SummarizerError):
-    """The same ask failed too often: its line falls back to a cut of its input."""
+    """The same ask failed too often, or the summarizer is down: its line falls back to a cut
+    of its input."""
+
+
+class Refused(SummarizerError):
+    """The summarizer failed in a way that waiting will not mend: a key refused (HTTP 401, 403),
+    a model that does not exist (404), a request refused (400, 422), a missing key or package."""
+
+
+class Down(SummarizerError):
+    """The summarizer is down (its breaker is open) and the History was told to stop rather
+    than fall back (`when_down="stop"`): the thread's messages stay pending."""
 
 
 AskFn = Callable[[Task, Sequence[str], Sequence[str]], Awaitable[Reply]]

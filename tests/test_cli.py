@@ -79,7 +79,7 @@ def test_threads_and_show_as_json(db: Path, capsys: pytest.CaptureFixture[str]) 
         "store": str(db),
         "threads": [
             {"thread": "t", "title": None, "messages": 16, "pending": 0, "nodes": 19, "depth": 4,
-             "lines": 11, "bytes": 477, "tail": 5, "tokens": 77},
+             "lines": 11, "bytes": 477, "tail": 5, "tokens": 77, "fallbacks": 0},
         ],
     }  # fmt: skip
     shown = as_json(capsys, "show", "t", "--db", db)

@@ -141,7 +141,9 @@ async def test_a_bad_answer_is_a_failed_try_and_the_line_falls_back(
             lines = await history.store.summaries("t")
     assert outline is not None and outline.position == 3
     assert history.counters.fallbacks == len(lines) > 0
-    assert history.counters.failures == 5 * len(lines)
+    # The first line is asked 5 times; the breaker is open then, and the others fall back
+    # at once (a probe now and then at most: SPEC section 5, version 3).
+    assert 5 <= history.counters.failures < 5 + len(lines)
     assert all(line.text.endswith("…") and "\x00" not in line.text for line in lines)
 
 
@@ -187,7 +189,8 @@ async def test_an_always_failing_model_costs_each_line_the_same_bounded_time(
     elapsed = anyio.current_time() - started
     assert outline is not None and outline.position == 39
     lines = history.counters.fallbacks
-    assert lines >= 39 and dead.requests == 5 * lines
+    # 5 requests for the first line; then the breaker is open (a probe now and then).
+    assert lines >= 39 and 5 <= dead.requests < 5 + lines
     assert elapsed < 30, f"{lines} lines that fell back took {elapsed:.1f}s"
 
 
@@ -251,7 +254,8 @@ async def test_a_nul_answer_never_blocks_a_store_and_wait_returns(database: str)
             await history.wait()
             outline = await history.outline("t")
     assert outline is not None and outline.position == 3
-    assert history.counters.fallbacks > 0 and model.requests == 5 * history.counters.fallbacks
+    fallbacks = history.counters.fallbacks  # the first asked 5 times, the others while open
+    assert fallbacks > 0 and 5 <= model.requests < 5 + fallbacks
 
 
 async def test_a_nul_an_older_sqlite_store_holds_reads_and_loads_into_every_store(

@@ -21,10 +21,12 @@ import anyio
 from ..errors import ConfigurationError, InputError
 from ..ingest import FORMATS
 from .options import (
+    MAX_FAILURES,
     Commands,
     budgets,
     command,
     db_option,
+    failures_option,
     given_budgets,
     json_option,
     rebuild_option,
@@ -61,6 +63,7 @@ def register(commands: Commands) -> None:
     json_option(ingest)
     budgets(ingest)
     rebuild_option(ingest)
+    failures_option(ingest)
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -91,7 +94,9 @@ def _ingest(args: argparse.Namespace) -> int:
     shared_threads(files)
     if not _problems(files, skip=args.skip_bad):
         return 1
-    return anyio.run(_store_files, files, settings, args)
+    from .storing import until_sigterm
+
+    return anyio.run(until_sigterm, lambda: _store_files(files, settings, args))
 
 
 async def _store_files(
@@ -100,7 +105,9 @@ async def _store_files(
     from .plan import plan_run
 
     plan = await plan_run(args.db, files, settings, given_budgets(args), rebuild=args.rebuild)
-    return await write_files(files, plan, args.db, args.skip_bad, as_json=args.json)
+    return await write_files(
+        files, plan, args.db, args.skip_bad, as_json=args.json, max_failures=args.max_failures
+    )
 
 
 def _problems(files: Sequence[Parsed], *, skip: bool) -> bool:
@@ -126,14 +133,26 @@ async def write_files(
     *,
     quiet: bool = False,
     as_json: bool = False,
+    max_failures: int = MAX_FAILURES,
 ) -> int:
     """Check the records against the store, write them with a progress bar, wait for processing,
     then rebuild the threads the plan names (their settings changed by the options given); what
-    was done on stdout (`as_json`: one JSON document) unless `quiet`."""
+    was done on stdout (`as_json`: one JSON document) unless `quiet`.
+
+    A summarizer that is down (a refused key, an unknown model, `max_failures` failures in a
+    row) stops it with a SummarizerError, what was stored kept and pending."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..plugin import History
-    from .storing import conflicts, name_threads, store_all, strays
+    from .storing import (
+        check_up,
+        conflicts,
+        fail_fast,
+        health_line,
+        name_threads,
+        store_all,
+        strays,
+    )
 
     console = err()
     bars = Progress(
@@ -143,7 +162,7 @@ async def write_files(
     )  # fmt: skip
     total = sum(len(f.records) for f in files)
     settings = plan.settings
-    async with History(settings, store=db) as history:
+    async with History(settings, store=db, **fail_fast(max_failures)) as history:
         with bars:
             task = bars.add_task("checking", total=total)
             clashes = await conflicts(history.store, files, advance=lambda: bars.advance(task))
@@ -179,6 +198,7 @@ async def write_files(
                 group.start_soon(watch)
                 await history.wait()
                 group.cancel_scope.cancel()
+        check_up(history)
         threads = len(await history.store.threads())
     if plan.rebuild:
         await _rebuild_changed(plan, db)
@@ -207,7 +227,7 @@ async def write_files(
     print(
         f"{db}: {counted(threads, 'thread')}; {counted(c.processed, 'message')} processed, "
         f"{counted(c.asks, 'line')} asked of "
-        f"{settings.summarizer!r}"
+        f"{settings.summarizer!r}{health_line(history.health())}"
     )
     return 0
 

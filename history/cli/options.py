@@ -63,6 +63,24 @@ def rebuild_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+MAX_FAILURES = 5
+"""Summarizer failures in a row a command that builds histories takes before it gives up."""
+
+
+def failures_option(parser: argparse.ArgumentParser) -> None:
+    """`--max-failures N`: the commands that ask the summarizer stop with an error after N
+    transient failures in a row (at once on a refused key or an unknown model); see
+    `storing.fail_fast`."""
+    parser.add_argument(
+        "--max-failures",
+        type=positive,
+        default=MAX_FAILURES,
+        metavar="N",
+        help="stop after N summarizer failures in a row, keeping what was stored (5); a "
+        "refused key or an unknown model stops at once",
+    )
+
+
 def positive(text: str) -> int:
     """An argparse type: a whole number above 0."""
     if not text.isdigit() or int(text) <= 0:

@@ -14,13 +14,25 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..errors import RebuildRefused, UnpinnedError
-from .options import Commands, budgets, command, db_option, given_budgets, json_option, settings_of
+from .options import (
+    Commands,
+    budgets,
+    command,
+    db_option,
+    failures_option,
+    given_budgets,
+    json_option,
+    settings_of,
+)
 from .output import print_json
 from .stores import must_exist, opened
 
 if TYPE_CHECKING:
+    from ..asking import Persistent
     from ..settings import HistorySettings
 
+CALL_TIMEOUT = 60.0
+"""Seconds one model request may take."""
 REFUSED = 3
 """The exit status of a rebuild refused because it would call the model."""
 
@@ -47,6 +59,7 @@ def register(commands: Commands) -> None:
     db_option(rebuild)
     json_option(rebuild)
     budgets(rebuild)
+    failures_option(rebuild)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -70,13 +83,16 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
         record = next((a.settings for a in await store.about(thread) if a.settings), None)
         if record is not None:
             settings = built_with(record, settings).with_changes(**given_budgets(args))
+        model = persistent(settings, args.max_failures) if args.allow_model_calls else None
         done = await rebuild(
             store,
             thread,
             settings,
+            model=model,
             allow_model_calls=args.allow_model_calls,
             dry_run=args.dry_run,
             force=args.force,
+            call_timeout=CALL_TIMEOUT if model is None else model.longest,
         )
     changed = differences(record, settings) if record is not None else {}
     if args.json:
@@ -105,6 +121,21 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
         f"{done.model_calls} model calls"
     )
     return 0
+
+
+def persistent(settings: HistorySettings, max_failures: int) -> Persistent | None:
+    """The model `settings` names, asked again after a transient failure (`--max-failures`),
+    resolved (its key read) only when a call is needed; None for an offline summarizer."""
+    from ..asking import Persistent
+    from ..summarizer import OFFLINE, summarizer_for
+
+    if settings.summarizer in OFFLINE:
+        return None
+    model = summarizer_for(
+        settings.summarizer, settings=settings.model_settings,
+        instructions=settings.instructions, deferred=True,
+    )  # fmt: skip
+    return Persistent(model, max_failures=max_failures, timeout=CALL_TIMEOUT)
 
 
 def _budgets_of(settings: HistorySettings) -> dict[str, object]:

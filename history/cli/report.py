@@ -7,7 +7,7 @@ decides where they are printed.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -135,7 +135,15 @@ async def sent_whole(store: Store, outline: Outline) -> tuple[Stored, ...]:
     return tuple(whole)
 
 
-def threads_table(figures: Sequence[Figures]) -> Table:
+def fallbacks(snap: Snapshot) -> int:
+    """The thread's lines written while the summarizer failed (the cut of their input), its
+    steps' too."""
+    return sum(n.fallback for n in (*snap.nodes, *snap.steps))
+
+
+def threads_table(figures: Sequence[Figures], fallbacks: Mapping[str, int] | None = None) -> Table:
+    """The `threads` table; `fallbacks`: each thread's lines that fell back, shown beside its
+    lines when there are some."""
     from rich.table import Table
     from rich.text import Text
 
@@ -149,10 +157,12 @@ def threads_table(figures: Sequence[Figures]) -> Table:
         table.add_column(name, justify="right")
     for f in figures:
         messages = f"{f.messages}" + (f" ({f.pending} pending)" if f.pending else "")
+        cut = (fallbacks or {}).get(f.thread, 0)
+        nodes = f"{f.nodes}" + (f" ({cut} fallback)" if cut else "")
         # A title is what a person knows the thread by; its id, under it, is what to type.
         thread = Text.assemble((f.title, "bold"), "\n", f.thread) if f.title else Text(f.thread)
         table.add_row(
-            thread, messages, str(f.nodes), str(f.depth), str(f.lines), str(f.bytes), str(f.tail),
+            thread, messages, nodes, str(f.depth), str(f.lines), str(f.bytes), str(f.tail),
             str(f.tokens),
         )  # fmt: skip
     return table
@@ -300,7 +310,7 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
         "thread": snap.outline.thread,
         "title": snap.figures.title,
         "settings": json.loads(snap.about.settings) if snap.about and snap.about.settings else None,
-        "figures": asdict(snap.figures),
+        "figures": asdict(snap.figures) | {"fallbacks": fallbacks(snap)},
         "nodes": [
             {"label": n.label, "level": n.level, "index": n.index, "text": n.text,
              "bytes": n.bytes, "at": format_at(n.at), "outline": (n.level, n.index) in shown}

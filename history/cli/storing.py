@@ -6,17 +6,90 @@ The `ingest` command's (and the demo's) part that writes: the reading itself is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..contract import Message
+from ..errors import SummarizerError
 from ..ingest import Parsed, Problem
 
 if TYPE_CHECKING:
+    from ..breaker import Health
     from ..plugin import History
     from ..store import Store
+
+STOPPED = 128 + 15
+"""The exit status of a command stopped by SIGTERM (what it had stored is kept)."""
+
+
+def fail_fast(max_failures: int) -> dict[str, Any]:
+    """The `History` arguments of a command that stops when the summarizer is down (a refused
+    key, an unknown model, or `max_failures` failures in a row) instead of writing fallback
+    lines: its threads stop where they are, their messages pending. See `check_up`."""
+    return {"max_failures": max_failures, "when_down": "stop"}
+
+
+def check_up(history: History) -> None:
+    """After `history.wait()` with `fail_fast`: a one-line SummarizerError when the summarizer
+    was down, saying why and that what was stored is kept."""
+    health = history.health()
+    if health.state == "closed":
+        return
+    why = "refused what waiting will not mend" if health.permanent else (
+        f"failed {health.failures} times in a row"
+    )  # fmt: skip
+    raise SummarizerError(
+        f"summarizer {history.summarizer.name!r} {why} (last: {health.last_error}); stopped, "
+        "keeping what was stored: its messages are processed at the next run once it answers"
+    )
+
+
+def health_line(health: Health) -> str:
+    """The summarizer's health as a running process's summary line ends (`; summarizer open
+    since ... (last: ...), 3 fallback lines`); nothing while all is well."""
+    if health.state == "closed" and not health.fallbacks:
+        return ""
+    state: str = health.state
+    if health.since is not None and state != "closed":
+        state += f" since {health.since:%Y-%m-%d %H:%M:%S}Z (last: {health.last_error})"
+    lines = f"{health.fallbacks:,} fallback line{'s' * (health.fallbacks != 1)}"
+    return f"; summarizer {state}, {lines}"
+
+
+async def until_sigterm(work: Callable[[], Awaitable[int]]) -> int:
+    """`work()`, or STOPPED once a SIGTERM comes: the work is cancelled (a History in it leaves
+    as on any cancellation: bounded, every stored message not yet processed kept pending)."""
+    import signal
+    import threading
+
+    import anyio
+
+    from .output import say
+
+    if threading.current_thread() is not threading.main_thread():
+        return await work()  # signals reach the main thread only (a command run in a test)
+    code = STOPPED
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals, anyio.CancelScope() as work_scope:
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    async for _ in signals:
+                        work_scope.cancel()
+                        return
+
+                group.start_soon(watch)
+                code = await work()
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as errors:  # the work's own error, as itself
+            if len(errors.exceptions) == 1:
+                raise errors.exceptions[0] from None
+            raise
+    if code == STOPPED:
+        say("stopped by SIGTERM: what was stored is kept, and processed at the next run")
+    return code
 
 
 @dataclass(kw_only=True)

@@ -38,17 +38,20 @@ async def _list(args: argparse.Namespace) -> int:
     must_exist(args.db)
     async with opened(args.db, read_only=True) as store:
         names = await store.threads()
-        figures = [(await report.snapshot(store, t)).figures for t in names]
+        snapshots = [await report.snapshot(store, t) for t in names]
+    figures = [s.figures for s in snapshots]
+    fallbacks = {s.outline.thread: report.fallbacks(s) for s in snapshots}
     if args.match is not None:
         figures = [f for f in figures if report.matches(f, args.match)]
     if args.json:
-        print_json({"store": args.db, "threads": [dataclasses.asdict(f) for f in figures]})
+        listed = [dataclasses.asdict(f) | {"fallbacks": fallbacks[f.thread]} for f in figures]
+        print_json({"store": args.db, "threads": listed})
     elif not figures:
         matching = f" matching {args.match!r}" if args.match is not None else ""
         print(f"no threads{matching} in {args.db!r}")
     else:
         print(f"{counted(len(figures), 'thread')} in {args.db}")
-        out().print(report.threads_table(figures))
+        out().print(report.threads_table(figures, fallbacks))
     return 0
 
 

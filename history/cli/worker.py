@@ -44,5 +44,8 @@ def _worker(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(counters))
     else:
-        print(", ".join(f"{name} {value}" for name, value in counters.items()))
+        from .storing import health_line
+
+        line = ", ".join(f"{name} {value}" for name, value in counters.items())
+        print(line + health_line(history.health()))
     return 0
