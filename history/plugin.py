@@ -218,10 +218,23 @@ class History:
         generation = lane.generation
         stored = await self.store.add(message, cost, native=native)
         if stored is not None:
-            if self._lanes.holds(lane) and lane.generation == generation:
+            if await self._erased_elsewhere(lane, stored):
+                self._lanes.erased(message.thread)
+            elif self._lanes.holds(lane) and lane.generation == generation:
                 lane.hand(stored)  # not erased meanwhile: processing need not read it back
             self._schedule(message.thread, group)
         return stored
+
+    async def _erased_elsewhere(self, lane: Lane, stored: Stored) -> bool:
+        """Whether another process erased (or loaded over) the thread since the lane last saw
+        its outline: a new message at or below the position the lane processed can only be a
+        new thread's, under another epoch. Without this, on SQLite (where the lane keeps its
+        outline between runs) the new thread's messages would be taken as processed already."""
+        known = lane.outline
+        if known is None or stored.seq > known.position:
+            return False
+        now = await self.store.outline(lane.thread)
+        return now is None or now.epoch != known.epoch
 
     async def thread_deleted(self, thread: str) -> bool:
         """Erase a thread: its messages, lines, outline and calls. True when it held anything.
