@@ -5,12 +5,18 @@ marks and a crafted export. Each test fails on the code before its fix."""
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
+from typing import TextIO
+
 import pytest
 
 from history import History, HistorySettings
+from history.cli import main
 
 from .conftest import message
-from .test_faults_input import cli
+from .test_faults_input import EXAMPLE, cli
 
 pytestmark = pytest.mark.anyio
 
@@ -32,3 +38,82 @@ async def test_an_erase_from_another_process_leaves_the_apps_thread_running(data
     assert after is not None and after.epoch != before.epoch
     assert after.position == 7
     assert [m.id for m in after.tail][-1] == "Y-107" and len(after.tail) <= 4
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example chat ingested once for the module: thread `t`, titled by nobody."""
+    path = tmp_path_factory.mktemp("probes") / "h.sqlite"
+    assert main(["ingest", str(EXAMPLE), "--tail", "40,80", "--db", str(path)]) == 0
+    return path
+
+
+@pytest.fixture
+def example(ingested: Path, tmp_path: Path) -> Path:
+    """Each test's own copy of the ingested store."""
+    path = tmp_path / "h.sqlite"
+    shutil.copyfile(ingested, path)
+    return path
+
+
+def refusal(capsys: pytest.CaptureFixture[str], argv: list[str], *words: str) -> str:
+    """Run the command in this process: it exits 2 with one line on stderr holding `words`."""
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and all(w in err for w in words), err
+    return err
+
+
+def test_export_refuses_a_symbolic_link_and_leaves_it_and_its_file_alone(
+    example: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "out.jsonl"
+    link.symlink_to(victim)
+    refusal(capsys, ["export", "--out", str(link), "--db", str(example)], "symbolic link")
+    assert link.is_symlink() and victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "/dev/null", "/dev/full"])
+def test_export_refuses_what_is_not_a_regular_file_and_leaves_it(
+    example: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    if kind.startswith("/dev/"):
+        target = Path(kind)
+    else:
+        target = tmp_path / "out"
+        os.mkfifo(target) if kind == "fifo" else target.mkdir()
+    before = os.lstat(target)
+    refusal(capsys, ["export", "--out", str(target), "--db", str(example)], "not a regular file")
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (
+        before.st_mode, before.st_ino, before.st_rdev
+    )  # fmt: skip
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_export_to_standard_output_with_a_dash(
+    example: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["export", "--out", "-", "--db", str(example)]) == 0
+    assert capsys.readouterr().out.startswith('{"kind":"chat-outline"')
+
+
+def test_a_failed_export_leaves_the_old_file_as_it_was(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from history import carry
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("the export of yesterday\n")
+
+    async def broken(store: object, to: TextIO, thread: str | None = None) -> object:
+        to.write('{"kind": "chat-outline"}\n')
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(carry, "export", broken)
+    assert main(["export", "--out", str(out), "--db", str(example)]) == 2
+    assert out.read_text() == "the export of yesterday\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
