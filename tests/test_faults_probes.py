@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import TextIO
 
+import anyio
 import pytest
 
 from history import History, HistorySettings
@@ -117,3 +118,58 @@ def test_a_failed_export_leaves_the_old_file_as_it_was(
     assert main(["export", "--out", str(out), "--db", str(example)]) == 2
     assert out.read_text() == "the export of yesterday\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def titled(path: Path, titles: dict[str, str]) -> None:
+    """A store at `path` with a thread of one message for each id, titled as given."""
+    anyio.run(_titled, path, titles)
+
+
+async def _titled(path: Path, titles: dict[str, str]) -> None:
+    async with History(HistorySettings(summarizer="echo"), store=path) as history:
+        for thread, title in titles.items():
+            await history.message_created(message(0, "hello", thread=thread))
+            await history.store.describe(thread, title=title)
+        await history.wait()
+
+
+def threads_of(path: Path) -> list[str]:
+    return anyio.run(_threads_of, path)
+
+
+async def _threads_of(path: Path) -> list[str]:
+    from history.store import open_store
+
+    store = open_store(str(path), create=False)
+    await store.open()
+    try:
+        return sorted(await store.threads())
+    finally:
+        await store.close()
+
+
+def test_erase_takes_a_thread_by_its_exact_id_or_title_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.sqlite"
+    titled(db, {"c1": "Launch plan", "c2": "Budget", "c3": "Budget"})
+    erase = ["erase", "--db", str(db)]
+    refusal(capsys, [*erase, ""], "name a thread", "''")
+    refusal(capsys, [*erase, " "], "name a thread")
+    refusal(capsys, [*erase, "Launch"], "no thread 'Launch'")
+    refusal(capsys, [*erase, "launch plan"], "no thread 'launch plan'")
+    refusal(capsys, [*erase, "Budget"], "2 threads", "c2 (Budget)", "c3 (Budget)")
+    assert threads_of(db) == ["c1", "c2", "c3"]
+    assert main([*erase, "Launch plan"]) == 0
+    assert main([*erase, "c2"]) == 0
+    assert threads_of(db) == ["c3"]
+
+
+def test_read_commands_still_find_a_thread_by_part_of_its_title(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.sqlite"
+    titled(db, {"c1": "Launch plan"})
+    assert main(["show", "launch", "--db", str(db)]) == 0
+    refusal(capsys, ["show", "", "--db", str(db)], "name a thread")
+    refusal(capsys, ["rebuild", "launch", "--db", str(db)], "no thread 'launch'")

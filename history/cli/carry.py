@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 import anyio
 
 from ..errors import InputError
-from .options import Commands, command, db_option
+from .options import THREAD_HELP, Commands, command, db_option
 from .stores import must_exist, opened
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def register(commands: Commands) -> None:
         commands, "export", _export,
         help="write a thread (or every thread) with its lines and calls to JSONL",
     )  # fmt: skip
-    export.add_argument("thread", nargs="?", help="the thread (every thread when left out)")
+    export.add_argument("thread", nargs="?", help=f"{THREAD_HELP} (every thread when left out)")
     export.add_argument(
         "--out", required=True,
         help="the JSONL file to write (a regular file, replaced whole, or a new one), or - for "

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..errors import RebuildRefused, UnpinnedError
-from .options import Commands, budgets, command, db_option, given_budgets, settings_of
+from .options import (
+    EXACT_THREAD_HELP,
+    Commands,
+    budgets,
+    command,
+    db_option,
+    given_budgets,
+    settings_of,
+)
 from .stores import must_exist, opened
 
 if TYPE_CHECKING:
@@ -29,7 +37,7 @@ def register(commands: Commands) -> None:
         commands, "rebuild", _run,
         help="rebuild a thread's tree and outline from its messages, replaying recorded calls",
     )  # fmt: skip
-    rebuild.add_argument("thread")
+    rebuild.add_argument("thread", help=EXACT_THREAD_HELP)
     rebuild.add_argument(
         "--allow-model-calls",
         action="store_true",
@@ -64,7 +72,7 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
     from .report import resolve
 
     async with opened(args.db) as store:
-        thread = await resolve(store, args.thread)
+        thread = await resolve(store, args.thread, exact=True)
         record = next((a.settings for a in await store.about(thread) if a.settings), None)
         if record is not None:
             settings = built_with(record, settings).with_changes(**given_budgets(args))
