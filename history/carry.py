@@ -42,6 +42,7 @@ from ._carry_lines import (
 from ._checks import text
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
+from .limits import without_bom
 from .store import Store
 from .store.records import Call, Loaded, ThreadRecords
 
@@ -89,6 +90,8 @@ def read_records(lines: Iterable[bytes | str], *, source: str = "<input>") -> li
     """
     groups: dict[str, _Group] = defaultdict(_Group)
     for number, raw in enumerate(lines, start=1):
+        if number == 1:
+            raw = without_bom(raw.encode() if isinstance(raw, str) else raw)
         if not raw.strip():
             continue
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import zipfile
 from pathlib import Path
 from typing import TextIO
 
@@ -15,9 +16,12 @@ import pytest
 
 from history import History, HistorySettings
 from history.cli import main
+from history.ingest import read
 
 from .conftest import message
-from .test_faults_input import EXAMPLE, cli
+from .test_faults_input import EXAMPLE, ROOT, cli
+
+DATA = ROOT / "tests" / "data"
 
 pytestmark = pytest.mark.anyio
 
@@ -173,3 +177,43 @@ def test_read_commands_still_find_a_thread_by_part_of_its_title(
     assert main(["show", "launch", "--db", str(db)]) == 0
     refusal(capsys, ["show", "", "--db", str(db)], "name a thread")
     refusal(capsys, ["rebuild", "launch", "--db", str(db)], "no thread 'launch'")
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "messages"),
+    [
+        ("twelve.jsonl", (DATA / "twelve.jsonl").read_bytes(), 25),
+        ("twelve.jsonl.txt", (DATA / "twelve.jsonl").read_bytes(), 25),
+        ("conversations.json", (DATA / "chatgpt-export.json").read_bytes(), None),
+        ("chat.json", b'[{"role": "user", "content": "hi"}]', 1),
+    ],
+    ids=["jsonl", "jsonl-told-by-content", "chatgpt", "chat"],
+)
+def test_a_leading_byte_order_mark_is_accepted_in_every_input_format(
+    tmp_path: Path, name: str, content: bytes, messages: int | None
+) -> None:
+    plain, marked = tmp_path / "plain" / name, tmp_path / "marked" / name
+    for path, data in ((plain, content), (marked, BOM + content)):
+        path.parent.mkdir()
+        path.write_bytes(data)
+    expected = read(plain)
+    found = read(marked)
+    assert found.problems == () and found.format == expected.format
+    assert [r.event for r in found.records] == [r.event for r in expected.records]
+    assert messages is None or len(found.records) == messages
+
+
+def test_a_zipped_export_and_a_carried_export_with_a_byte_order_mark_load(
+    example: Path, tmp_path: Path
+) -> None:
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("conversations.json", BOM + (DATA / "chatgpt-export.json").read_bytes())
+    assert read(archive).problems == ()
+    out = tmp_path / "all.jsonl"
+    assert main(["export", "--out", str(out), "--db", str(example)]) == 0
+    out.write_bytes(BOM + out.read_bytes())
+    assert main(["load", str(out), "--db", str(tmp_path / "other.sqlite")]) == 0
