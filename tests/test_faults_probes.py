@@ -5,16 +5,18 @@ marks and a crafted export. Each test fails on the code before its fix."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 import anyio
 import pytest
 
-from history import History, HistorySettings
+from history import Echo, History, HistorySettings, Reply, Task
 from history.cli import main
 from history.ingest import read
 
@@ -217,3 +219,42 @@ def test_a_zipped_export_and_a_carried_export_with_a_byte_order_mark_load(
     assert main(["export", "--out", str(out), "--db", str(example)]) == 0
     out.write_bytes(BOM + out.read_bytes())
     assert main(["load", str(out), "--db", str(tmp_path / "other.sqlite")]) == 0
+
+
+SECRET = "zanzibar-7731"
+
+
+class Leaky:
+    """A summarizer whose first answer is an error quoting its prompt, then echoes."""
+
+    name = "leaky"
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError(f"cannot summarize {prompts[-1]!r}")
+        return await Echo().reply(task, prompts, answers)
+
+
+async def test_no_message_text_reaches_a_log_at_any_level(
+    database: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from history import search, zoom
+
+    for name in ("", "aiosqlite", "asyncpg", "history"):
+        caplog.set_level(logging.DEBUG, logger=name or None)
+    settings = HistorySettings(summarizer="echo", tail=(2, 4), kept=1)
+    async with History(settings, store=database, model=Leaky(), pause=0.0) as history:
+        for k in range(10):
+            await history.message_created(message(k, f"the code is {SECRET} number {k}. " * 20))
+        await history.wait()
+        assert await search(history, "t", SECRET)
+        await zoom(history, "t", "0+1")
+        await history.thread_deleted("t")
+    assert logging.getLogger("aiosqlite").isEnabledFor(logging.DEBUG)
+    assert any(r.name.startswith("history") for r in caplog.records)  # the failed ask
+    logged = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    assert SECRET not in logged

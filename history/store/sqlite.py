@@ -43,6 +43,17 @@ T = TypeVar("T")
 _BEGIN: dict[Mode, str | None] = {"auto": None, "snapshot": "BEGIN", "write": "BEGIN IMMEDIATE"}
 
 
+class _NoCalls(logging.Filter):
+    """Drops the `aiosqlite` logger's DEBUG records: they print each call it runs with its
+    arguments (a message's text, its lines) and each error it returns. Its other records stay."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG
+
+
+_NO_CALLS = _NoCalls()
+
+
 class SQLiteStore(SQLStore):
     """The collections in one SQLite file (or `:memory:`).
 
@@ -83,6 +94,7 @@ class SQLite:
         self._lock = anyio.Lock()
 
     async def connect(self, recognise: Callable[[], Awaitable[set[str]]]) -> bool:
+        logging.getLogger("aiosqlite").addFilter(_NO_CALLS)  # no message text in a log (once)
         memory = self.url == ":memory:"
         found = not memory and _has_data(self.url)
         if not (memory or found) and _is_directory(self.url):
