@@ -1,4 +1,5 @@
-"""The checks a contract type runs on its text fields: a string, valid UTF-8, no NUL."""
+"""The checks a contract type runs on its text fields: a string, valid UTF-8, no NUL; a name
+(an id, a thread, an author) no longer than `MAX_NAME` bytes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,25 @@ from collections.abc import Mapping
 from typing import NoReturn
 
 from .errors import InputError
+
+MAX_NAME = 1024
+"""The most UTF-8 bytes of a message id, a thread id, an author and whom a message is to, on
+every store. PostgreSQL indexes them in btrees whose rows hold at most about 2,700 bytes (a
+thread and an author share the search rows' key): a longer id fails there ("index row size
+exceeds btree maximum") while SQLite takes it, so an export of one store could not be loaded
+into the other. Checked before anything is written, with the message."""
+
+
+def name_text(field: str, value: object) -> str:
+    """A text field that names something (see `MAX_NAME`)."""
+    checked = text(field, value)
+    if len(checked) * 4 > MAX_NAME and len(checked.encode("utf-8")) > MAX_NAME:
+        raise InputError(
+            f"{field} is {len(checked.encode('utf-8')):,} bytes of UTF-8, more than the "
+            f"{MAX_NAME:,} a name may hold: {checked[:60]!r}...",
+            field=field,
+        )
+    return checked
 
 
 def text(name: str, value: object) -> str:

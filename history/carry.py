@@ -39,7 +39,7 @@ from ._carry_lines import (
     stored_of,
     summary_of,
 )
-from ._checks import text
+from ._checks import name_text, text
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
 from .limits import without_bom
@@ -146,6 +146,8 @@ def _numbered(messages: list[Stored]) -> tuple[Stored, ...]:
 
 
 def _add(groups: dict[str, _Group], record: Record) -> None:
+    if not isinstance(record, HeaderLine):  # the same limit as a message's (MAX_NAME)
+        name_text("thread", record.thread)
     match record:
         case HeaderLine(format=version):
             if version not in FORMATS:

@@ -5,18 +5,22 @@ marks and a crafted export. Each test fails on the code before its fix."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import zipfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
 import pytest
 
-from history import Echo, History, HistorySettings, Reply, Task
+from history import Echo, History, HistorySettings, InputError, Message, Reply, Task
+from history._checks import MAX_NAME
+from history.carry import read_records
 from history.cli import main
 from history.ingest import read
 
@@ -258,3 +262,46 @@ async def test_no_message_text_reaches_a_log_at_any_level(
     assert any(r.name.startswith("history") for r in caplog.records)  # the failed ask
     logged = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
     assert SECRET not in logged
+
+
+@pytest.mark.parametrize("field", ["id", "thread", "author", "to"])
+def test_a_name_past_the_limit_is_refused_naming_its_field(field: str) -> None:
+    base = message(0, "hi")
+    longest: dict[str, Any] = {field: "é" * (MAX_NAME // 2)}  # 1,024 bytes
+    replace(base, **longest)
+    with pytest.raises(InputError, match="more than the 1,024") as refused:
+        replace(base, **{field: longest[field] + "x"})
+    assert refused.value.field == field
+
+
+async def test_names_at_the_limit_are_stored_processed_and_carried_on_every_store(
+    database: str, tmp_path: Path
+) -> None:
+    from history import export
+
+    thread, agent = "t" * MAX_NAME, "a" * MAX_NAME
+    settings = HistorySettings(summarizer="echo", tail=(2, 4), kept=1)
+    async with History(settings, store=database, pause=0.0) as history:
+        for k in range(6):
+            step = k % 2 == 1
+            await history.message_created(
+                Message(
+                    id=f"{k}" * MAX_NAME, thread=thread, author=agent if step else "Ana",
+                    to="é" * (MAX_NAME // 2), text=f"words of message {k} " * 10,
+                    at=message(k, "").at, step=step,
+                )
+            )  # fmt: skip
+        await history.wait()
+        outline = await history.outline(thread)
+        assert outline is not None and outline.position == 5
+        with (tmp_path / "out.jsonl").open("w") as out:
+            await export(history.store, out)
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert len(read_records(lines)[0].messages) == 6
+    for field in ("id", "thread"):
+        record = json.loads(lines[2])
+        assert record["kind"] == "message"
+        record[field] += "x"
+        with pytest.raises(InputError, match="more than the 1,024") as refused:
+            read_records([lines[0], json.dumps(record)], source="long.jsonl")
+        assert refused.value.field == field and "long.jsonl:2" in str(refused.value)
