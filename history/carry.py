@@ -43,8 +43,13 @@ from ._checks import name_text, text
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
 from .limits import without_bom
+from .settings import HistorySettings
 from .store import Store
+from .store.consistency import check_weight
 from .store.records import Call, Loaded, ThreadRecords
+
+ENCODING: str = HistorySettings.encoding
+"""The encoding a thread's messages are weighed in when its export records no settings."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,6 +124,13 @@ class _Group:
         self.about: About | None = None
         self.natives: dict[str, str] = {}
 
+    def encoding(self) -> str:
+        """The tiktoken encoding the thread's messages are weighed in: its settings' (they come
+        before its messages in an export), else the default."""
+        record = None if self.about is None else self.about.settings
+        found = None if record is None else json.loads(record).get("encoding")
+        return found if isinstance(found, str) and found else ENCODING
+
     def records(self, thread: str) -> ThreadRecords:
         return ThreadRecords(
             thread=thread,
@@ -162,7 +174,9 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
             )
         case MessageLine():
             group = groups[record.thread]
-            group.messages.append(stored_of(record))
+            stored = stored_of(record)
+            check_weight(stored, group.encoding())
+            group.messages.append(stored)
             if record.native is not None:
                 group.natives.setdefault(record.id, text("native", record.native))
         case SummaryLine():

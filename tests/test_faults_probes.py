@@ -305,3 +305,18 @@ async def test_names_at_the_limit_are_stored_processed_and_carried_on_every_stor
         with pytest.raises(InputError, match="more than the 1,024") as refused:
             read_records([lines[0], json.dumps(record)], source="long.jsonl")
         assert refused.value.field == field and "long.jsonl:2" in str(refused.value)
+
+
+def test_a_load_refuses_a_message_whose_text_was_swapped_under_its_weight(
+    example: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "all.jsonl"
+    assert main(["export", "--out", str(out), "--db", str(example)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    last = max((r for r in records if r["kind"] == "message"), key=lambda r: r["seq"])
+    last["text"] = "a much longer text " * 50_000  # about 1 MB under the small weight it had
+    out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    fresh = tmp_path / "fresh.sqlite"
+    err = refusal(capsys, ["load", str(out), "--db", str(fresh)], f"message {last['id']!r}")
+    assert f"has weight {last['weight']}, but its text and files weigh" in err
+    assert not fresh.exists()
