@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import zipfile
 from collections.abc import Sequence
 from dataclasses import replace
@@ -320,3 +321,23 @@ def test_a_load_refuses_a_message_whose_text_was_swapped_under_its_weight(
     err = refusal(capsys, ["load", str(out), "--db", str(fresh)], f"message {last['id']!r}")
     assert f"has weight {last['weight']}, but its text and files weigh" in err
     assert not fresh.exists()
+
+
+def test_a_db_path_through_a_link_and_dots_names_one_file_and_a_refused_one_is_untouched(
+    example: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "sub")
+    foreign = tmp_path / "real" / "h.sqlite"  # where link/../h.sqlite is, through the link
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE invoice (n INTEGER)")
+    db.close()
+    before = foreign.read_bytes()
+    given = str(tmp_path / "link" / ".." / "h.sqlite")  # read as text, it is `example`
+    for argv in (["threads"], ["ingest", str(EXAMPLE)], ["show", "t"], ["erase", "t"]):
+        refusal(capsys, [*argv, "--db", given], "is not a chat-outline database")
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in foreign.parent.iterdir()) == ["h.sqlite", "sub"]
+    with sqlite3.connect(foreign) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    db.close()
