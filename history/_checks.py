@@ -59,3 +59,38 @@ def optional_text(name: str, value: object) -> str | None:
 
 def wrong(name: str, value: object, expected: str) -> NoReturn:
     raise InputError(f"{name} must be {expected}, got {value!r}", field=name)
+
+
+# The arguments of the public functions and methods: a wrong type is an InputError naming the
+# argument, not an AttributeError or an OverflowError from deep inside.
+
+LARGEST = 2**63 - 1
+"""The largest whole number a store holds (a seq, a position, a label's first message)."""
+
+
+def argument_text(name: str, value: object, *, empty: bool = False) -> str:
+    """A string argument (a thread, a query, a label); empty only when `empty` allows it."""
+    if not isinstance(value, str):
+        wrong(name, value, "a string")
+    if not empty and not value:
+        raise InputError(f"{name} must not be empty", field=name)
+    return value
+
+
+def optional_argument_text(name: str, value: object) -> str | None:
+    """A string argument that may be None (an agent, a model)."""
+    return None if value is None else argument_text(name, value, empty=True)
+
+
+def whole(name: str, value: object, *, low: int = 0, high: int = LARGEST) -> int:
+    """A whole-number argument from `low` to `high` (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        wrong(name, value, f"a whole number from {low:,} to {high:,}")
+    return value
+
+
+def flag(name: str, value: object) -> bool:
+    """A True or False argument."""
+    if not isinstance(value, bool):
+        wrong(name, value, "True or False")
+    return value

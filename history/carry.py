@@ -39,7 +39,7 @@ from ._carry_lines import (
     stored_of,
     summary_of,
 )
-from ._checks import name_text, text
+from ._checks import name_text, optional_argument_text, text
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
 from .limits import without_bom
@@ -67,6 +67,7 @@ async def export(store: Store, out: TextIO, thread: str | None = None) -> Export
     Raises:
         NotFoundError: `thread` is given and the store holds nothing of it.
     """
+    optional_argument_text("thread", thread)
     threads = [thread] if thread is not None else await store.threads()
     out.write(HeaderLine().model_dump_json() + "\n")
     count, written = 1, 0

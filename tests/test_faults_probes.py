@@ -5,13 +5,14 @@ marks and a crafted export. Each test fails on the code before its fix."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
 import shutil
 import sqlite3
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,7 +20,21 @@ from typing import Any, TextIO
 import anyio
 import pytest
 
-from history import Echo, History, HistorySettings, InputError, Message, Reply, Task
+from history import (
+    Echo,
+    History,
+    HistorySettings,
+    InputError,
+    Message,
+    NotFoundError,
+    Reply,
+    Task,
+    export,
+    rebuild,
+    search,
+    view,
+    zoom,
+)
 from history._checks import MAX_NAME
 from history.carry import read_records
 from history.cli import main
@@ -247,8 +262,6 @@ class Leaky:
 async def test_no_message_text_reaches_a_log_at_any_level(
     database: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from history import search, zoom
-
     for name in ("", "aiosqlite", "asyncpg", "history"):
         caplog.set_level(logging.DEBUG, logger=name or None)
     settings = HistorySettings(summarizer="echo", tail=(2, 4), kept=1)
@@ -278,8 +291,6 @@ def test_a_name_past_the_limit_is_refused_naming_its_field(field: str) -> None:
 async def test_names_at_the_limit_are_stored_processed_and_carried_on_every_store(
     database: str, tmp_path: Path
 ) -> None:
-    from history import export
-
     thread, agent = "t" * MAX_NAME, "a" * MAX_NAME
     settings = HistorySettings(summarizer="echo", tail=(2, 4), kept=1)
     async with History(settings, store=database, pause=0.0) as history:
@@ -341,3 +352,48 @@ def test_a_db_path_through_a_link_and_dots_names_one_file_and_a_refused_one_is_u
     with sqlite3.connect(foreign) as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
     db.close()
+
+
+WRONG_ARGUMENTS: list[tuple[str, Callable[[History], Awaitable[object]], str]] = [
+    ("search query", lambda h: search(h, "t", 123), "query"),  # type: ignore[arg-type]
+    ("search thread", lambda h: search(h, b"t", "x"), "thread"),  # type: ignore[arg-type]
+    ("search limit", lambda h: search(h, "t", "x", limit="3"), "limit"),  # type: ignore[arg-type]
+    ("search agent", lambda h: search(h, "t", "x", agent=1), "agent"),  # type: ignore[arg-type]
+    ("search history", lambda h: search(None, "t", "x"), "history"),  # type: ignore[arg-type]
+    ("zoom label", lambda h: zoom(h, "t", 123), "label"),  # type: ignore[arg-type]
+    ("zoom page", lambda h: zoom(h, "t", "0+1", page=True), "page"),
+    ("view thread", lambda h: view(h, 7), "thread"),  # type: ignore[arg-type]
+    ("view since", lambda h: view(h, "t", since="2026-01-01"), "since"),  # type: ignore[arg-type]
+    ("view page", lambda h: view(h, "t", page=2.5), "page"),  # type: ignore[arg-type]
+    ("outline", lambda h: h.outline(None), "thread"),  # type: ignore[arg-type]
+    ("messages", lambda h: h.messages("t", after="3"), "after"),  # type: ignore[arg-type]
+    ("settled", lambda h: h.settled("t", 1.5), "seq"),  # type: ignore[arg-type]
+    ("usage", lambda h: h.usage(5), "thread"),  # type: ignore[arg-type]
+    ("catch_up", lambda h: h.catch_up(limit=0), "limit"),
+    ("thread_deleted", lambda h: h.thread_deleted(["t"]), "thread"),  # type: ignore[arg-type]
+    ("export", lambda h: export(h.store, io.StringIO(), 3), "thread"),  # type: ignore[arg-type]
+    ("rebuild", lambda h: rebuild(h.store, 3), "thread"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [(c, f) for _, c, f in WRONG_ARGUMENTS],
+    ids=[n for n, _, _ in WRONG_ARGUMENTS],
+)
+async def test_an_argument_of_the_wrong_type_is_an_input_error_naming_it(
+    tmp_path: Path, call: Callable[[History], Awaitable[object]], field: str
+) -> None:
+    async with History(HistorySettings(summarizer="echo"), store=tmp_path / "h.sqlite") as history:
+        await history.message_created(message(0, "hello"))
+        with pytest.raises(InputError, match=f"^{field} must be") as refused:
+            await call(history)
+    assert refused.value.field == field
+
+
+async def test_a_label_past_what_a_store_holds_is_not_found(database: str) -> None:
+    async with History(HistorySettings(summarizer="echo"), store=database) as history:
+        await history.message_created(message(0, "hello"))
+        for label in ("12345678901234567890+1", "0+36893488147419103232", "s9" * 20 + "+1"):
+            with pytest.raises(NotFoundError):
+                await zoom(history, "t", label, agent="north")
