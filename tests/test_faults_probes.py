@@ -21,6 +21,7 @@ import anyio
 import pytest
 
 from history import (
+    Ask,
     Echo,
     History,
     HistorySettings,
@@ -39,6 +40,8 @@ from history._checks import MAX_NAME
 from history.carry import read_records
 from history.cli import main
 from history.ingest import read
+from history.lines import normalize, prefix, size
+from history.pins import ANSWER_LINES, as_recorded, replayed
 
 from .conftest import message
 from .test_faults_input import EXAMPLE, ROOT, cli
@@ -397,3 +400,68 @@ async def test_a_label_past_what_a_store_holds_is_not_found(database: str) -> No
         for label in ("12345678901234567890+1", "0+36893488147419103232", "s9" * 20 + "+1"):
             with pytest.raises(NotFoundError):
                 await zoom(history, "t", label, agent="north")
+
+
+class Huge:
+    """A broken model: megabytes for every ask, but the second turn of every other node, which
+    fits; each huge answer is a little shorter than the one before it, so a cut takes the last."""
+
+    name = "huge"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        self.calls += 1
+        if len(prompts) == 2 and task.index % 2:
+            return Reply(text=f"a short line for node {task.level} {task.index}")
+        word = f"n{task.level}.{task.index}.t{len(prompts)} "
+        return Reply(text=word * ((1_000_000 - 1_000 * len(prompts)) // len(word)))
+
+
+async def test_a_model_answering_megabytes_is_recorded_bounded_and_replays_exactly(
+    database: str,
+) -> None:
+    settings = HistorySettings(summarizer="echo", line=64, tail=(40, 80), kept=1, tries=3)
+    model = Huge()
+    async with History(settings, store=database, model=model, pause=0.0) as history:
+        for k in range(12):
+            await history.message_created(message(k, f"message {k} says something " * 4))
+        await history.wait()
+        store = history.store
+        calls = await store.calls("t")
+        lines = {(n.level, n.index): (n.text, n.fallback) for n in await store.summaries("t")}
+        answered = sum(len(a) for c in calls for a in c.answers)
+        assert len(calls) >= 8 and model.calls >= 2 * len(calls)
+        assert {c.outcome for c in calls} == {"fit", "cut"}
+        assert all(size(a) <= ANSWER_LINES * 64 + 40 for c in calls for a in c.answers)
+        assert answered < 3_000 * len(calls)  # against a megabyte an answer made
+        rebuilt = await rebuild(store, "t", settings, model=Huge(), allow_model_calls=False)
+        assert rebuilt.model_calls == 0 and rebuilt.replayed == model.calls
+        again = {(n.level, n.index): (n.text, n.fallback) for n in await store.summaries("t")}
+    assert again == lines
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "short",
+        "é" * 300,
+        "x" * 257,
+        "x" * 255 + "€",
+        "x" * 255 + "🚀" * 3,
+        "ends like a note[…12 more bytes not recorded]",
+        "a b " * 999,
+    ],
+)
+def test_a_bounded_answer_replays_with_the_size_and_head_of_the_whole(answer: str) -> None:
+    ask = Ask(
+        thread="t", level=0, index=0, prompts=("p",), answers=(answer,), line="l",
+        input_tokens=0, output_tokens=0, outcome="cut",
+    )  # fmt: skip
+    (kept,) = as_recorded(ask, 64).answers
+    assert size(kept) <= ANSWER_LINES * 64 + 40
+    back = replayed(kept)
+    assert size(back) == size(answer) and prefix(back, ANSWER_LINES * 64) == prefix(answer, 256)
+    assert normalize(back) == back or normalize(answer) != answer
+    assert as_recorded(replace(ask, answers=(back,)), 64).answers == (kept,)  # recorded again
