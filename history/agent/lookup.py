@@ -67,7 +67,8 @@ async def zoom(
     """
     checked(history, thread, agent)
     argument_text("label", label)
-    whole("page", page, low=1)
+    if isinstance(page, bool) or not isinstance(page, int):  # a page out of range: not found
+        wrong("page", page, "a whole number")
     whole("page_bytes", page_bytes, low=4)
     step, level, index = _parse(thread, label)
     tree = ""
