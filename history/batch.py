@@ -18,6 +18,7 @@ from .asking import Asker, Counters, describe
 from .contract import Ask, Outline, Stored, Task
 from .errors import StoreError
 from .lane import BATCH, TOGETHER, Lane
+from .pins import as_recorded
 from .processing import MessageReader, Vanished
 from .processors.compact import compact
 from .processors.summarize import Nodes, boundaries
@@ -73,7 +74,8 @@ async def process_one(
     if defer and not (lines_changed or nodes.written or asks):
         return work, asks
     if not await store.commit(
-        state, work, nodes.written, asks, model_key, lines_changed=lines_changed,
+        state, work, nodes.written, [as_recorded(a, settings.line) for a in asks], model_key,
+        lines_changed=lines_changed,
         processed=[*waiting, stored],
     ):  # fmt: skip
         return None

@@ -39,11 +39,17 @@ from ._carry_lines import (
     stored_of,
     summary_of,
 )
-from ._checks import text
+from ._checks import name_text, optional_argument_text, text
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
+from .limits import without_bom
+from .settings import HistorySettings
 from .store import Store
+from .store.consistency import check_weight
 from .store.records import Call, Loaded, ThreadRecords
+
+ENCODING: str = HistorySettings.encoding
+"""The encoding a thread's messages are weighed in when its export records no settings."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +67,7 @@ async def export(store: Store, out: TextIO, thread: str | None = None) -> Export
     Raises:
         NotFoundError: `thread` is given and the store holds nothing of it.
     """
+    optional_argument_text("thread", thread)
     threads = [thread] if thread is not None else await store.threads()
     out.write(HeaderLine().model_dump_json() + "\n")
     count, written = 1, 0
@@ -89,6 +96,8 @@ def read_records(lines: Iterable[bytes | str], *, source: str = "<input>") -> li
     """
     groups: dict[str, _Group] = defaultdict(_Group)
     for number, raw in enumerate(lines, start=1):
+        if number == 1:
+            raw = without_bom(raw.encode() if isinstance(raw, str) else raw)
         if not raw.strip():
             continue
         try:
@@ -115,6 +124,13 @@ class _Group:
         self.calls: list[Call] = []
         self.about: About | None = None
         self.natives: dict[str, str] = {}
+
+    def encoding(self) -> str:
+        """The tiktoken encoding the thread's messages are weighed in: its settings' (they come
+        before its messages in an export), else the default."""
+        record = None if self.about is None else self.about.settings
+        found = None if record is None else json.loads(record).get("encoding")
+        return found if isinstance(found, str) and found else ENCODING
 
     def records(self, thread: str) -> ThreadRecords:
         return ThreadRecords(
@@ -143,6 +159,8 @@ def _numbered(messages: list[Stored]) -> tuple[Stored, ...]:
 
 
 def _add(groups: dict[str, _Group], record: Record) -> None:
+    if not isinstance(record, HeaderLine):  # the same limit as a message's (MAX_NAME)
+        name_text("thread", record.thread)
     match record:
         case HeaderLine(format=version):
             if version not in FORMATS:
@@ -157,7 +175,9 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
             )
         case MessageLine():
             group = groups[record.thread]
-            group.messages.append(stored_of(record))
+            stored = stored_of(record)
+            check_weight(stored, group.encoding())
+            group.messages.append(stored)
             if record.native is not None:
                 group.natives.setdefault(record.id, text("native", record.native))
         case SummaryLine():

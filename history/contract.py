@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from ._checks import optional_text, required_text, text, wrong
+from ._checks import name_text, optional_text, required_text, text, wrong
 from .errors import InputError
 
 FileKind = Literal["image", "text", "pdf", "other"]
@@ -110,11 +110,11 @@ class Message:
     """Attached files."""
 
     def __post_init__(self) -> None:
-        for name in ("id", "thread"):
-            if not text(name, getattr(self, name)):
-                raise InputError(f"{name} must not be empty", field=name)
-        text("author", self.author)
-        text("to", self.to)
+        for key in ("id", "thread"):
+            if not name_text(key, getattr(self, key)):
+                raise InputError(f"{key} must not be empty", field=key)
+        name_text("author", self.author)
+        name_text("to", self.to)
         text("text", self.text)
         if not isinstance(self.at, datetime) or self.at.utcoffset() is None:
             raise InputError(f"at must be a timezone-aware datetime, got {self.at!r}", field="at")

@@ -52,6 +52,16 @@ def read_at_most(source: IO[bytes], limit: int) -> bytes | None:
     return None if len(data) > limit else data
 
 
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte-order mark some editors and Windows tools put first in a file."""
+
+
+def without_bom(data: bytes) -> bytes:
+    """`data` without a leading UTF-8 byte-order mark: every input format accepts one (only
+    there: one inside the text is the text's)."""
+    return data[len(BOM) :] if data.startswith(BOM) else data
+
+
 def lines_of(source: IO[bytes], *, name: str, limit: int = MAX_LINE) -> Iterator[bytes]:
     """The lines of `source`, each read no further than `limit` bytes: a longer one (a file
     with no line breaks, say) is an InputError naming its place."""

@@ -9,16 +9,30 @@ costs nothing. Only a miss reaches the model, or is refused.
 
     calls = [c.ask for c in records.calls if c.model == history.model_key]
     model = Replay(summarizer, calls, refuse_misses=True)
+
+A recorded answer is bounded (`as_recorded`): a broken model answering megabytes, five times an
+ask, must not fill the disk. An answer longer than `ANSWER_LINES` times the thread's `line`
+bytes keeps its head of that many bytes and a note of how many bytes were dropped. A replay
+stands the dropped bytes in (`replayed`: as many `x`), which gives the same line as the whole
+answer did, because all that an answer decides is read from its size and its first `line`
+bytes: whether it fits (its size), the follow-up prompt when it does not (its size and its
+first `line` bytes, `too_long_note`), which answer a cut takes (the smallest) and the cut (its
+first `line` bytes). The follow-up prompts are recorded whole, so a replayed conversation
+asks its later turns under the same keys. Only a miss after a bounded turn differs: the model
+is then shown the head and the stand-in, not the megabytes, as the answer it gave before.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .contract import Ask, Reply, Task
 from .errors import ConfigurationError, UnpinnedError
+from .lines import prefix, size
 from .settings import INSTRUCTIONS
 from .store.records import Call
 from .summarizer import Exhausted, Summarizer, summarizer_key
@@ -39,6 +53,45 @@ def model_key(
     model settings, the instructions (`HistorySettings.instructions`) and its own `key`."""
     own = f"\n{key}" if key else ""  # the key of a summarizer with none is as it always was
     return f"{name}\n{settings!r}\n{instructions}{own}"
+
+
+ANSWER_LINES = 4
+"""A recorded answer keeps at most this many times its thread's `line` bytes (and the note)."""
+_DROPPED = re.compile(r"\[…(\d+) more bytes not recorded\]\Z")
+"""The note that ends a bounded answer: how many bytes of it were dropped."""
+
+
+def as_recorded(ask: Ask, line: int) -> Ask:
+    """`ask` as the store records it: each answer of more than `ANSWER_LINES * line` bytes cut
+    to its head, with a note of the bytes dropped (see the module's docstring)."""
+    bound = ANSWER_LINES * line
+    answers = tuple(_bounded(answer, bound) for answer in ask.answers)
+    return ask if answers == ask.answers else replace(ask, answers=answers)
+
+
+def _bounded(answer: str, bound: int) -> str:
+    # An answer that ends as a note would read as bounded: it gets a note of 0 bytes dropped.
+    if size(answer) <= bound and _DROPPED.search(answer) is None:
+        return answer
+    head = prefix(answer, bound)
+    return f"{head}[…{size(answer) - size(head)} more bytes not recorded]"
+
+
+def replayed(answer: str) -> str:
+    """A recorded answer as a replay gives it: a bounded one with its dropped bytes stood in,
+    so that its size and head are the whole answer's, and recording it again gives the same
+    record (the stand-in starts with a character too long for what its head left of the bound:
+    the head ends at most 3 bytes short of it)."""
+    found = _DROPPED.search(answer)
+    if found is None:
+        return answer
+    dropped = int(found[1])
+    first = _STAND_IN[min(dropped, 4)]
+    return answer[: found.start()] + first + "x" * (dropped - size(first))
+
+
+_STAND_IN = {0: "", 1: "x", 2: "é", 3: "€", 4: "𝑥"}
+"""The first character standing in for the dropped bytes, by how many there are (4: or more)."""
 
 
 def pinned(calls: Iterable[Call], key: str) -> list[Ask]:
@@ -127,7 +180,7 @@ class Replay:
                     f"thread {task.thread!r}: the recorded ask for node ({task.level}, "
                     f"{task.index}) kept failing"
                 )
-            return Reply(text=answer)
+            return Reply(text=replayed(answer))
         self.misses += 1
         missing = "a recorded fallback" if request in self._answers else "no recorded answer"
         if self.refuse_misses or self.inner is None:

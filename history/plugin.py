@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Self
 import anyio
 from anyio.abc import TaskGroup
 
-from ._checks import optional_text
+from ._checks import argument_text, optional_argument_text, optional_text, whole
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
 from .breaker import OPEN_AFTER, Health, WhenDown
@@ -231,10 +231,23 @@ class History:
         generation = lane.generation
         stored = await self.store.add(message, cost, native=native)
         if stored is not None:
-            if self._lanes.holds(lane) and lane.generation == generation:
+            if await self._erased_elsewhere(lane, stored):
+                self._lanes.erased(message.thread)
+            elif self._lanes.holds(lane) and lane.generation == generation:
                 lane.hand(stored)  # not erased meanwhile: processing need not read it back
             self._schedule(message.thread, group)
         return stored
+
+    async def _erased_elsewhere(self, lane: Lane, stored: Stored) -> bool:
+        """Whether another process erased (or loaded over) the thread since the lane last saw
+        its outline: a new message at or below the position the lane processed can only be a
+        new thread's, under another epoch. Without this, on SQLite (where the lane keeps its
+        outline between runs) the new thread's messages would be taken as processed already."""
+        known = lane.outline
+        if known is None or stored.seq > known.position:
+            return False
+        now = await self.store.outline(lane.thread)
+        return now is None or now.epoch != known.epoch
 
     async def thread_deleted(self, thread: str) -> bool:
         """Erase a thread: its messages, lines, outline and calls. True when it held anything.
@@ -244,8 +257,7 @@ class History:
         check fails.
         """
         self._open()
-        if not isinstance(thread, str) or not thread:
-            raise InputError(f"thread must be a non-empty string, got {thread!r}", field="thread")
+        argument_text("thread", thread)
         erased = await self.store.erase(thread)
         self._lanes.erased(thread)
         return erased
@@ -266,6 +278,8 @@ class History:
         worker that shares the store); bound it with `anyio.move_on_after`. The thread's wait
         for more messages ends at once, so what it processed is committed."""
         self._open()
+        argument_text("thread", thread)
+        whole("seq", seq, low=-1)
         pause = 0.01
         while (outline := await self.store.outline(thread)) is not None and outline.position < seq:
             if self._lanes.running(thread) and (nudge := self._lanes.get(thread).nudge):
@@ -282,6 +296,8 @@ class History:
         spread over the threads. A thread another process holds is left to it.
         """
         group = self._open()
+        if limit is not None:
+            whole("limit", limit, low=1)
         if isinstance(self.summarizer, Deferred):
             self.summarizer.resolve()  # a worker without its key stops here, before any thread
         behind = await self.store.behind()
@@ -295,6 +311,7 @@ class History:
 
     def retry(self, thread: str | None = None) -> None:
         """Try failed threads again now instead of after their pause (all threads by default)."""
+        optional_argument_text("thread", thread)
         for lane in self._lanes:
             if lane.wake is not None and thread in (None, lane.thread):
                 lane.wake.set()
@@ -310,16 +327,16 @@ class History:
     async def outline(self, thread: str) -> Outline | None:
         """The thread's committed outline and tail; None for a thread with no messages."""
         self._open()
+        argument_text("thread", thread)
         return await self.store.outline(thread)
 
     async def messages(self, thread: str, *, after: int = -1, limit: int = 100) -> list[Stored]:
         """The thread's stored messages (steps too, processed or not) in order, at most `limit`
         from the one after `seq` `after`: the next page is after the last one's `seq`."""
         self._open()
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InputError(f"limit must be a whole number from 1 to 10,000, got {limit!r}")
-        if isinstance(after, bool) or not isinstance(after, int):
-            raise InputError(f"after must be a message's seq (a whole number), got {after!r}")
+        argument_text("thread", thread)
+        whole("limit", limit, low=1, high=10_000)
+        whole("after", after, low=-1)
         return await self.store.pending(thread, after, limit)
 
     async def retract(self, thread: str, *, after: int) -> list[Stored]:
@@ -342,6 +359,7 @@ class History:
         Prices are per million input and output tokens; see `history.metering`.
         """
         self._open()
+        optional_argument_text("thread", thread)
         return await usage(self.store, thread, input_price=input_price, output_price=output_price)
 
     # Processing.

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from pydantic_ai.models import Model
 
+from ._checks import argument_text
 from .asking import request
 from .batch import process_one
 from .contract import Ask, Outline, Reply, Stored, Task
@@ -106,6 +107,7 @@ async def rebuild(
         RebuildRefused: the rebuild would leave summarized messages without a line, and
             `force` was not given; nothing was changed.
     """
+    argument_text("thread", thread)
     await store.outline(thread)  # a thread whose outline a crash left unwritten gets it now
     original = await store.export_thread(thread)
     if original is None or not original.messages or original.outline is None:

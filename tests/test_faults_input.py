@@ -374,7 +374,8 @@ INCONSISTENT: dict[str, tuple[Callable[[list[dict[str, Any]]], object], str]] = 
     ),
     "an absurd weight": (
         lambda r: first(r, "message", seq=2).update(weight=10**12),
-        "message 'm2' of thread 't' has weight 1000000000000, out of range (0 to 36)",
+        "message 'm2' of thread 't' has weight 1000000000000, but its text and files weigh 12 "
+        "tokens (cl100k_base)",
     ),
     "a boundary past the lines": (
         lambda r: first(r, "outline").update(boundary=first(r, "outline")["boundary"] + 1),

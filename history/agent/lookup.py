@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from .._checks import LARGEST, argument_text, optional_argument_text, whole, wrong
 from ..contract import Hit, Message, Stored, Summary, format_at
 from ..errors import NotFoundError
 from ..lines import cut, one_line, prefix, render, size
@@ -64,6 +65,11 @@ async def zoom(
     message longer than `page_bytes`. A step label (`"s{first}+{count}"`) opens `agent`'s own
     step tree, down to a step whole (`"s3+1"`); no one else's.
     """
+    checked(history, thread, agent)
+    argument_text("label", label)
+    if isinstance(page, bool) or not isinstance(page, int):  # a page out of range: not found
+        wrong("page", page, "a whole number")
+    whole("page_bytes", page_bytes, low=4)
     step, level, index = _parse(thread, label)
     tree = ""
     if step:
@@ -104,6 +110,9 @@ async def search(
     text is one line, at most the thread's `line` bytes. With `agent`, its own steps and step
     lines are searched too.
     """
+    checked(history, thread, agent)
+    argument_text("query", query, empty=True)
+    whole("limit", limit, low=1, high=10_000)
     hits = []
     for hit in await history.store.search(thread, query, limit, agent=agent):
         text = one_line(hit.text)
@@ -140,6 +149,14 @@ async def recall_block(
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
+def checked(history: object, thread: object, agent: object) -> None:
+    """Refuse what is not an open History's thread (by name) and agent, naming the argument."""
+    if not isinstance(history, History):
+        wrong("history", history, "a History")
+    argument_text("thread", thread)
+    optional_argument_text("agent", agent)
+
+
 def _parse(thread: str, text: str) -> tuple[bool, int, int]:
     match = _LABEL.fullmatch(text)
     if match is None:
@@ -148,7 +165,7 @@ def _parse(thread: str, text: str) -> tuple[bool, int, int]:
             "like '0+8' or '12+1' (or an agent's step label, like 's4+2')"
         )
     step, first, count = bool(match[1]), int(match[2]), int(match[3])
-    if count < 1 or count & (count - 1) or first % count:
+    if count < 1 or count & (count - 1) or first % count or first + count > LARGEST:
         raise NotFoundError(
             f"no line {text!r} in thread {thread!r}: a line covers a power of two of messages "
             "starting at a multiple of it; use a label from the outline or from search"

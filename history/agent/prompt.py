@@ -28,12 +28,13 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from .._checks import flag, whole, wrong
 from ..contract import Outline
 from ..errors import ConfigurationError
 from ..plugin import History
 from ._outline import outline_parts
 from ._tail import Run, merged, read_natives, read_tail, tail_after, tail_messages, unpaired
-from .lookup import PAGE, recall_block
+from .lookup import PAGE, checked, recall_block
 from .steps import decode, paired_calls
 
 __all__ = ("Run", "build", "prompt_text", "view")
@@ -86,6 +87,8 @@ async def build(
 ) -> list[ModelMessage]:
     """`view`, where the requests of the messages `run` recorded carry its id (see `Run`); from
     `outline` when given (one the thread had earlier), else from the thread's committed one."""
+    checked(history, thread, agent)
+    _view_arguments(since=since, cache_point=cache_point, page=page)
     if block_lines is not None and block_lines < 1:
         raise ConfigurationError(f"block_lines must be at least 1, got {block_lines!r}")
     if isinstance(recall, bool) or not isinstance(recall, int) or recall < 0:
@@ -134,6 +137,13 @@ async def build(
                 [*sent, ModelRequest(parts=[UserPromptPart(content=block, timestamp=at)])]
             )
     return sent
+
+
+def _view_arguments(*, since: object, cache_point: object, page: object) -> None:
+    if since is not None and (not isinstance(since, datetime) or since.utcoffset() is None):
+        wrong("since", since, "a timezone-aware datetime or None")
+    flag("cache_point", cache_point)
+    whole("page", page, low=4)
 
 
 def prompt_text(messages: Iterable[ModelMessage]) -> str:

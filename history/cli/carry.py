@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 import anyio
 
 from ..errors import ConfigurationError, InputError
-from .options import Commands, command, db_option, json_option
+from .options import THREAD_HELP, Commands, command, db_option, json_option
 from .output import print_json
 from .stores import must_exist, opened
 
@@ -29,8 +30,12 @@ def register(commands: Commands) -> None:
         commands, "export", _export,
         help="write a thread (or every thread) with its lines and calls to JSONL",
     )  # fmt: skip
-    export.add_argument("thread", nargs="?", help="the thread (every thread when left out)")
-    export.add_argument("--out", required=True, help="the JSONL file to write, or - for stdout")
+    export.add_argument("thread", nargs="?", help=f"{THREAD_HELP} (every thread when left out)")
+    export.add_argument(
+        "--out", required=True,
+        help="the JSONL file to write (a regular file, replaced whole, or a new one), or - for "
+        "standard output",
+    )  # fmt: skip
     db_option(export)
     json_option(export)
 
@@ -52,6 +57,8 @@ def _export(args: argparse.Namespace) -> int:
         raise ConfigurationError(
             "export --json prints its figures on stdout: write the export to a file with --out FILE"
         )
+    if args.out != "-":
+        _check_target(Path(args.out))
 
     async def to(out: TextIO) -> Exported:
         async with opened(args.db, create=True, read_only=True) as store:
@@ -76,6 +83,30 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_target(target: Path) -> None:
+    """Refuse what `--out` may not replace: a symbolic link (the file it points to would be
+    replaced by a file of ours, or written through), and anything but a regular file (a FIFO,
+    a device such as /dev/null, a directory). Write to standard output with `--out -`."""
+    try:
+        found = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(found.st_mode):
+        raise InputError(
+            f"--out {str(target)!r} is a symbolic link: name the file itself, or - for "
+            "standard output",
+            field="out",
+        )
+    if not stat.S_ISREG(found.st_mode):
+        raise InputError(
+            f"--out {str(target)!r} is not a regular file: name a file (it is replaced whole), "
+            "or - for standard output",
+            field="out",
+        )
+
+
 def _write_aside(target: Path, write: Callable[[TextIO], Awaitable[Exported]]) -> Exported:
     """Write a new file aside, then move it into place: a failed export leaves no partial file.
 
@@ -87,6 +118,9 @@ def _write_aside(target: Path, write: Callable[[TextIO], Awaitable[Exported]]) -
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             done = anyio.run(write, out)
+            out.flush()
+            os.fsync(out.fileno())  # on disk before it replaces the old file
+        _check_target(target)  # nothing put there meanwhile
         os.replace(partial, target)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -6,7 +6,7 @@ import argparse
 
 import anyio
 
-from .options import Commands, command, db_option, json_option
+from .options import EXACT_THREAD_HELP, Commands, command, db_option, json_option
 from .output import print_json
 from .stores import must_exist, opened
 
@@ -15,7 +15,7 @@ def register(commands: Commands) -> None:
     erase = command(
         commands, "erase", _erase, help="delete a thread: its messages, lines and outline"
     )
-    erase.add_argument("thread")
+    erase.add_argument("thread", help=EXACT_THREAD_HELP)
     db_option(erase)
     json_option(erase)
 
@@ -29,7 +29,7 @@ async def _erase_thread(args: argparse.Namespace) -> int:
 
     must_exist(args.db)
     async with opened(args.db) as store:
-        thread = await report.resolve(store, args.thread)
+        thread = await report.resolve(store, args.thread, exact=True)
         snap = await report.snapshot(store, thread)
         await store.erase(thread)
     f = snap.figures

@@ -32,6 +32,12 @@ Run: TypeAlias = Callable[[argparse.Namespace], int]
 """What carries out a command once its arguments are parsed: its exit status."""
 
 
+THREAD_HELP = "a thread's id, or its title or a part of it (case aside)"
+"""The THREAD of a command that only reads it: a title it holds is enough, if only one does."""
+EXACT_THREAD_HELP = "a thread's id, or its whole title exactly"
+"""The THREAD of a command that changes or deletes it: nothing looser than the exact name."""
+
+
 def command(commands: Commands, name: str, run: Run, **kwargs: Any) -> Parser:
     """Add the subcommand `name`, carried out by `run`; `kwargs` go to its parser (`help`...)."""
     parser = commands.add_parser(name, **kwargs)

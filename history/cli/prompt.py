@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..contract import format_at
-from .options import Commands, command, db_option, json_option, positive
+from .options import THREAD_HELP, Commands, command, db_option, json_option, positive
 from .output import print_json, say
 from .stores import must_exist
 
@@ -31,7 +31,7 @@ def register(commands: Commands) -> None:
     prompt = command(
         commands, "prompt", _run(_prompt), help="exactly what an agent of the thread is sent"
     )
-    prompt.add_argument("thread")
+    prompt.add_argument("thread", help=THREAD_HELP)
     prompt.add_argument(
         "--agent",
         help="whose view: its messages are its own turns (by default the thread's agent, when it "
@@ -49,7 +49,7 @@ def register(commands: Commands) -> None:
     zoom = command(
         commands, "zoom", _run(_zoom), help="open a line into the two under it, or a message"
     )
-    zoom.add_argument("thread")
+    zoom.add_argument("thread", help=THREAD_HELP)
     zoom.add_argument("label", help="a node's label, such as 0+8, or a message's, such as 12+1")
     zoom.add_argument("--page", type=positive, default=1, help="the page of a long message (1)")
     zoom.add_argument(
@@ -61,7 +61,7 @@ def register(commands: Commands) -> None:
     search = command(
         commands, "search", _run(_search), help="the lines and messages that hold some words"
     )
-    search.add_argument("thread")
+    search.add_argument("thread", help=THREAD_HELP)
     search.add_argument("words", nargs="+")
     search.add_argument("--limit", type=positive, default=10, help="the most results shown (10)")
     search.add_argument(
@@ -73,7 +73,7 @@ def register(commands: Commands) -> None:
     messages = command(
         commands, "messages", _run(_messages), help="a thread's stored messages, a page at a time"
     )
-    messages.add_argument("thread")
+    messages.add_argument("thread", help=THREAD_HELP)
     messages.add_argument(
         "--after", type=int, default=-1, metavar="SEQ", help="the page after this seq (the first)"
     )

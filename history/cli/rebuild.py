@@ -15,6 +15,7 @@ import anyio
 
 from ..errors import RebuildRefused, UnpinnedError
 from .options import (
+    EXACT_THREAD_HELP,
     Commands,
     budgets,
     command,
@@ -42,7 +43,7 @@ def register(commands: Commands) -> None:
         commands, "rebuild", _run,
         help="rebuild a thread's tree and outline from its messages, replaying recorded calls",
     )  # fmt: skip
-    rebuild.add_argument("thread")
+    rebuild.add_argument("thread", help=EXACT_THREAD_HELP)
     rebuild.add_argument(
         "--allow-model-calls",
         action="store_true",
@@ -79,7 +80,7 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
     from .report import resolve
 
     async with opened(args.db) as store:
-        thread = await resolve(store, args.thread)
+        thread = await resolve(store, args.thread, exact=True)
         record = next((a.settings for a in await store.about(thread) if a.settings), None)
         if record is not None:
             settings = built_with(record, settings).with_changes(**given_budgets(args))

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..contract import About, Outline, Stored, Summary, format_at
-from ..errors import NotFoundError
+from ..errors import InputError, NotFoundError
 from ..lines import label, line_of
 from ..settings import listed
 from ..store import Store
@@ -97,20 +97,27 @@ async def snapshot(store: Store, thread: str) -> Snapshot:
     )  # fmt: skip
 
 
-async def resolve(store: Store, name: str) -> str:
+async def resolve(store: Store, name: str, *, exact: bool = False) -> str:
     """The thread a name on the command line means: a thread's id, else the one thread whose
-    title it is (case aside), else the one whose title holds it.
+    title it is (case aside), else the one whose title holds it. `exact`, for the commands
+    that change or delete a thread: its id, else the one thread whose title it is exactly.
 
     Raises:
+        InputError: an empty name (an unset shell variable, say), which every title holds.
         NotFoundError: no thread has that id or title; or the title is several threads', named
             with their ids, so that one can be chosen.
     """
+    if not name.strip():
+        raise InputError(f"name a thread by its id or title, got {name!r}", field="thread")
     if await store.outline(name) is not None:
         return name
     known = [about for about in await store.about() if about.title is not None]
-    wanted = name.casefold()
-    found = [a for a in known if a.title is not None and a.title.casefold() == wanted]
-    found = found or [a for a in known if a.title is not None and wanted in a.title.casefold()]
+    if exact:
+        found = [a for a in known if a.title == name]
+    else:
+        wanted = name.casefold()
+        found = [a for a in known if a.title is not None and a.title.casefold() == wanted]
+        found = found or [a for a in known if a.title is not None and wanted in a.title.casefold()]
     if len(found) == 1:
         return found[0].thread
     if not found:

@@ -7,7 +7,7 @@ import argparse
 
 import anyio
 
-from .options import Commands, command, db_option, json_option
+from .options import EXACT_THREAD_HELP, Commands, command, db_option, json_option
 from .output import counted, print_json
 from .stores import must_exist
 
@@ -17,7 +17,7 @@ def register(commands: Commands) -> None:
         commands, "retract", _retract,
         help="take back a thread's newest messages while they are whole in its tail",
     )  # fmt: skip
-    retract.add_argument("thread")
+    retract.add_argument("thread", help=EXACT_THREAD_HELP)
     retract.add_argument(
         "--after", type=int, required=True, metavar="SEQ",
         help="take back every message after this seq (-1: all of them)",
@@ -38,7 +38,7 @@ async def _take_back(args: argparse.Namespace) -> int:
 
     must_exist(args.db)
     async with History(HistorySettings(summarizer="echo"), store=args.db, process=False) as history:
-        thread = await resolve(history.store, args.thread)
+        thread = await resolve(history.store, args.thread, exact=True)
         gone = await (await as_built(history, thread)).retract(thread, after=args.after)
     if args.json:
         print_json(

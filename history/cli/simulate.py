@@ -24,12 +24,12 @@ def register(commands: Commands) -> None:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from ..limits import read_file
+    from ..limits import read_file, without_bom
     from ..trace import simulate
 
     settings = settings_of(args)
     try:
-        data = read_file(args.file)
+        data = without_bom(read_file(args.file))
     except OSError as exc:
         print(f"chat-outline: cannot read {str(args.file)!r}: {exc.strerror}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 import anyio
 
-from .options import Commands, command, db_option, json_option
+from .options import THREAD_HELP, Commands, command, db_option, json_option
 from .stores import must_exist, opened
 
 
@@ -18,7 +18,7 @@ def register(commands: Commands) -> None:
     stats = command(
         commands, "stats", _run, help="the summarizer's calls, tokens and cost per thread"
     )
-    stats.add_argument("--thread", help="one thread only")
+    stats.add_argument("--thread", help=f"one thread only: {THREAD_HELP}")
     stats.add_argument(
         "--input-price",
         type=_price,

@@ -8,7 +8,7 @@ import dataclasses
 
 import anyio
 
-from .options import Commands, command, db_option, json_option, positive
+from .options import THREAD_HELP, Commands, command, db_option, json_option, positive
 from .output import counted, out, print_json
 from .stores import must_exist, opened
 
@@ -22,7 +22,7 @@ def register(commands: Commands) -> None:
     json_option(threads)
 
     show = command(commands, "show", _show, help="a thread's summary tree, outline and tail")
-    show.add_argument("thread")
+    show.add_argument("thread", help=THREAD_HELP)
     show.add_argument("--depth", type=positive, help="levels drawn under each top node (all)")
     db_option(show)
     json_option(show)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..contract import Message
 from ..errors import ConfigurationError, InputError
-from ..limits import MAX_FILE, MAX_UNZIPPED, loads, read_at_most, read_file
+from ..limits import MAX_FILE, MAX_UNZIPPED, loads, read_at_most, read_file, without_bom
 from ._jsonl import jsonl
 from ._records import FORMATS, ONE_THREAD, Format, Parsed, Reader, Record
 
@@ -40,7 +40,7 @@ def read(
     A zip is read as a ChatGPT data export: its `conversations.json` (or the numbered parts
     `conversations-000.json`, ...), a record's place prefixed with the part's name.
     """
-    data = read_file(path) if data is None else data
+    data = without_bom(read_file(path) if data is None else data)
     zipped = data.startswith(b"PK\x03\x04")
     chosen = format or ("chatgpt" if zipped else detect(data, path))
     if thread is not None and chosen not in ONE_THREAD:
@@ -132,7 +132,7 @@ def _export(data: bytes, path: Path) -> Iterator[tuple[str, bytes]]:
                     raise InputError(
                         f"{str(path)!r} unzips to more than the {MAX_UNZIPPED:,} bytes read"
                     )
-                yield info.filename, part
+                yield info.filename, without_bom(part)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
             EOFError, zlib.error) as exc:  # fmt: skip
         raise InputError(f"{str(path)!r} is not a zip that can be read: {exc}") from None

@@ -7,7 +7,8 @@ or rebuild can then rely on what it reads.
 
 - messages: seqs 0, 1, 2, ... with no gap; the shared ones numbered 0, 1, 2, ... in seq order,
   steps with no index, each agent's steps numbered 0, 1, 2, ... (their step index); a weight
-  from 0 to what the message could weigh at most;
+  from 0 to what the message could weigh at most (read from a file, `check_weight`: exactly
+  what its text and files weigh);
 - nodes: a level-0 node names the message with its index (its step index, in an agent's step
   tree); a node covers messages that exist; its bytes are its text's;
 - the outline: its lines name stored nodes, with their bytes, and cover the shared messages
@@ -65,6 +66,22 @@ def check_thread(
                             ("input_tokens", ask.input_tokens),
                             ("output_tokens", ask.output_tokens)):  # fmt: skip
             _in_range(f"call {call.key[:16]!r} of thread {thread!r}", name, value, 0, LARGEST)
+
+
+def check_weight(stored: Stored, encoding_name: str) -> None:
+    """Refuse a message whose weight is not what its text and files weigh in `encoding_name`,
+    the tiktoken encoding its thread was built with: a view trusts the stored weight, so a text
+    swapped for a longer one would be sent whole past every budget."""
+    from ..processors.weight import weight  # tiktoken only for a load
+
+    m = stored.message
+    due = weight(m, encoding_name)
+    if stored.weight != due:
+        raise InputError(
+            f"message {m.id!r} of thread {m.thread!r} has weight {stored.weight}, but its text "
+            f"and files weigh {due} tokens ({encoding_name}): was its text changed?",
+            field="weight",
+        )
 
 
 def _check_messages(thread: str, messages: Sequence[Stored]) -> dict[str, list[Stored]]:

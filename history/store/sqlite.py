@@ -43,6 +43,17 @@ T = TypeVar("T")
 _BEGIN: dict[Mode, str | None] = {"auto": None, "snapshot": "BEGIN", "write": "BEGIN IMMEDIATE"}
 
 
+class _NoCalls(logging.Filter):
+    """Drops the `aiosqlite` logger's DEBUG records: they print each call it runs with its
+    arguments (a message's text, its lines) and each error it returns. Its other records stay."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG
+
+
+_NO_CALLS = _NoCalls()
+
+
 class SQLiteStore(SQLStore):
     """The collections in one SQLite file (or `:memory:`).
 
@@ -77,15 +88,19 @@ class SQLite:
 
     def __init__(self, path: str, *, create: bool, read_only: bool) -> None:
         self.url = path
+        # Resolved once (links, `..`): the read-only look and the connection that writes open
+        # one file, whatever a link or a directory named in the path does meanwhile.
+        self._file = path if path == ":memory:" else os.path.realpath(path)
         self.read_only = read_only
         self._create = create and not read_only
         self._db: aiosqlite.Connection | None = None
         self._lock = anyio.Lock()
 
     async def connect(self, recognise: Callable[[], Awaitable[set[str]]]) -> bool:
+        logging.getLogger("aiosqlite").addFilter(_NO_CALLS)  # no message text in a log (once)
         memory = self.url == ":memory:"
-        found = not memory and _has_data(self.url)
-        if not (memory or found) and _is_directory(self.url):
+        found = not memory and _has_data(self._file)
+        if not (memory or found) and _is_directory(self._file):
             raise StoreError(f"{self.url!r} is a directory: name a SQLite file in it, or a URL")
         if not (memory or found or self._create):
             raise StoreError(f"no chat-outline store at {self.url!r} (no file, or an empty one)")
@@ -105,7 +120,7 @@ class SQLite:
 
     async def _connect(self, *, read_only: bool) -> None:
         """Connect; read-only: on a read-only mount, the file is read as immutable."""
-        uri = f"file:{quote(_absolute(self.url))}?mode=ro" if read_only else self.url
+        uri = f"file:{quote(self._file)}?mode=ro" if read_only else self._file
         pragmas = ["busy_timeout = 30000"]
         if not read_only:
             pragmas += WRITING
@@ -117,7 +132,7 @@ class SQLite:
                 await self._db.execute("SELECT count(*) FROM sqlite_master")
         except sqlite3.Error as exc:
             await self.close()
-            if _writable(self.url) or not _has_data(self.url):
+            if _writable(self._file) or not _has_data(self._file):
                 raise StoreError(f"cannot open the SQLite store {self.url!r}: {exc}") from exc
             if not read_only:
                 raise StoreError(
@@ -262,13 +277,9 @@ def _has_data(path: str) -> bool:
     return stat.S_ISREG(found.st_mode) and found.st_size > 0
 
 
-def _absolute(path: str) -> str:
-    return os.path.abspath(path)
-
-
 def _writable(path: str) -> bool:
     """Whether SQLite could write beside the file (its journal): not so on a read-only mount."""
-    return os.access(path, os.W_OK) and os.access(os.path.dirname(_absolute(path)), os.W_OK)
+    return os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
 
 
 async def _connect(database: str, *, uri: bool) -> aiosqlite.Connection:
