@@ -42,6 +42,7 @@ from .lane import LINGER, Lane, Lanes
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
+from .renaming import rename
 from .settings import HistorySettings
 from .store import Store, default_store, open_store
 from .summarizer import (
@@ -314,6 +315,14 @@ class History:
         """
         self._open()
         return await usage(self.store, thread, input_price=input_price, output_price=output_price)
+
+    async def rename(
+        self, author: str, name: str, *, thread: str | None = None, now: bool = False
+    ) -> int:
+        """Show `author` as `name`, store-wide or in `thread`: every line, header and search hit
+        reads it; the number of lines rewritten, with no model call (docs/generations.md)."""
+        self._open()
+        return await rename(self.store, author, name, thread=thread, now=now)
 
     # Processing.
 

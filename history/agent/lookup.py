@@ -14,8 +14,10 @@ from dataclasses import dataclass, replace
 
 from ..contract import Hit, Message, Stored, Summary, format_at
 from ..errors import NotFoundError
-from ..lines import cut, one_line, prefix, render, size
+from ..generations import current_nodes
+from ..lines import cut, line_of, one_line, prefix, render, size
 from ..lines import label as label_of
+from ..names import Display, display, named
 from ..plugin import History
 from ..processors.weight import tokens
 
@@ -87,6 +89,7 @@ async def zoom(
         found = await history.store.summary(thread, level - 1, child, agent=tree)
         if found is not None:  # both exist when the parent does; a lost one is skipped
             lines.append(found)
+    lines = await current_nodes(history.store, thread, lines)
     text = "\n".join(f"{n.label}|{one_line(n.text)}" for n in lines)
     return Zoom(
         label=name, level=level, index=index, lines=tuple(lines), message=None, page=1, pages=1,
@@ -105,12 +108,23 @@ async def search(
     lines are searched too.
     """
     hits = []
+    names = display(await history.store.names(thread), thread)
     for hit in await history.store.search(thread, query, limit, agent=agent):
-        text = one_line(hit.text)
+        text = one_line(await _named_hit(history, hit, names))
         if size(text) > history.settings.line:
             text = cut(text, history.settings.line)
         hits.append(replace(hit, text=text))
     return hits
+
+
+async def _named_hit(history: History, hit: Hit, names: Display) -> str:
+    """A message's hit reads its header under the display names (a line's is stored so)."""
+    if not names or hit.message is None:
+        return hit.text
+    stored = await history.store.message(hit.message)
+    if stored is None or hit.text != line_of(stored.message):
+        return hit.text
+    return line_of(named(stored.message, names))
 
 
 async def recall_block(
@@ -169,7 +183,8 @@ async def _message(
     pages = _pages(m.text, page_bytes)
     if not 1 <= page <= len(pages):
         raise NotFoundError(f"message {name!r} has {len(pages)} page(s); there is no page {page!r}")
-    speaker = render(replace(m, text="")).removesuffix(": ")
+    names = display(await history.store.names(thread), thread)
+    speaker = render(named(replace(m, text=""), names)).removesuffix(": ")
     shown = [f"{name}|{speaker}, {format_at(m.at)}:", pages[page - 1]]
     if page == len(pages) and m.files:
         shown.append("[files: " + ", ".join(f.name for f in m.files) + "]")

@@ -1,0 +1,140 @@
+"""What a change to a thread's lines writes (docs/generations.md): display names, the nodes'
+new generations, their search rows, the calls a re-summary made, and which change the outline
+an agent is sent has taken. One transaction, checked against the outline it was made from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..contract import Ask, Outline, Summary
+from ..generated import Generation, Name
+from . import rows
+from .adapter import Transaction
+from .rows import Params, Record
+from .writes import index_lines, post
+
+
+class Stale(Exception):
+    """The outline moved (processed, or erased) since the change was made from it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    """One change to a thread: written all together, or not at all."""
+
+    generations: Sequence[Generation] = ()
+    """The new generations (their `made` is given when written)."""
+    current: Sequence[Summary] = ()
+    """The changed nodes as they now read, to index them for search again."""
+    names: Sequence[Name] = ()
+    """Display names to set with it."""
+    asks: Sequence[Ask] = field(default=())
+    """The calls a re-summary made, recorded as every ask is."""
+    model: str = ""
+    """The key the calls are recorded under (`pins.model_key`)."""
+    now: bool = False
+    """The outline an agent is sent takes it at once, not at the next cut or fold."""
+
+
+def generation_row(g: Generation) -> Params:
+    return {
+        "thread": g.thread, "agent": g.agent, "level": g.level, "idx": g.index,
+        "generation": g.generation, "text": g.text, "bytes": g.bytes, "form": g.form,
+        "fallback": int(g.fallback), "made": g.made,
+    }  # fmt: skip
+
+
+def generation_from_row(row: Record) -> Generation:
+    return Generation(
+        thread=row["thread"], agent=row["agent"], level=row["level"], index=row["idx"],
+        generation=row["generation"], text=row["text"], bytes=row["bytes"], form=row["form"],
+        fallback=bool(row["fallback"]), made=row["made"],
+    )  # fmt: skip
+
+
+def name_from_row(row: Record) -> Name:
+    return Name(thread=row["thread"], author=row["author"], name=row["name"])
+
+
+async def read_names(tx: Transaction, thread: str | None) -> list[Name]:
+    """Every display name (None), or those that apply in `thread`."""
+    found = await (tx.fetch("names") if thread is None else tx.fetch("thread_names", thread=thread))
+    return sorted(map(name_from_row, found), key=lambda n: (n.thread, n.author))
+
+
+async def read_authors(tx: Transaction, thread: str | None) -> set[str]:
+    """Who the thread's messages (None: any message) are by or to."""
+    found = await (
+        tx.fetch("all_authors") if thread is None else tx.fetch("authors", thread=thread)
+    )
+    return {r["who"] for r in found}
+
+
+async def read_author_threads(tx: Transaction, author: str) -> list[str]:
+    return sorted(r["thread"] for r in await tx.fetch("author_threads", author=author))
+
+
+async def read_generations(tx: Transaction, thread: str) -> list[Generation]:
+    found = map(generation_from_row, await tx.fetch("generations", thread=thread))
+    return sorted(found, key=lambda g: (*g.key, g.generation))
+
+
+async def shown(tx: Transaction, thread: str) -> tuple[int, int]:
+    """The thread's newest change and the one its outline has taken: `(made, shown)`."""
+    row = await tx.one("generation_shown", thread=thread)
+    return (0, 0) if row is None else (row["made"], row["shown"])
+
+
+async def write_generations(
+    tx: Transaction, thread: str, generations: Sequence[Generation], *, now: bool
+) -> int:
+    """Write generations as the thread's next change (none: no change); its number, or 0."""
+    made, taken = await shown(tx, thread)
+    if not generations and not now:
+        return 0
+    if generations:
+        made += 1
+        await tx.executemany(
+            "insert_generation",
+            [generation_row(g) | {"made": made} for g in generations],
+        )
+    await tx.execute("set_generation_shown", thread=thread, made=made, shown=made if now else taken)
+    return made
+
+
+async def write_change(tx: Transaction, before: Outline, change: Change, language: str) -> None:
+    """The change's transaction body; raises Stale when `before` is not the outline stored."""
+    thread = before.thread
+    bumped = await tx.execute(
+        "bump_outline", thread=thread, epoch=before.epoch, version=before.version
+    )
+    if bumped != 1:
+        raise Stale
+    for name in change.names:
+        await tx.execute("set_name", thread=name.thread, author=name.author, name=name.name)
+    await write_generations(tx, thread, change.generations, now=change.now)
+    await reindex(tx, thread, change.current, language)
+    if change.asks:
+        await record_calls(tx, thread, change.asks, change.model)
+
+
+async def reindex(tx: Transaction, thread: str, current: Sequence[Summary], language: str) -> None:
+    """Index lines for search again with their current texts."""
+    if not current:
+        return
+    await tx.executemany(
+        "unindex_line",
+        [{"thread": thread, "agent": n.agent, "level": n.level, "idx": n.index} for n in current],
+    )
+    await index_lines(tx, thread, current, language)
+    await post(tx, thread)
+
+
+async def record_calls(tx: Transaction, thread: str, asks: Sequence[Ask], model: str) -> None:
+    """Record conversations as the thread's next calls."""
+    found = await tx.one("next_call", thread=thread)
+    first = 0 if found is None else found["n"]
+    await tx.executemany(
+        "insert_call", [rows.call_row(ask, model, first + k) for k, ask in enumerate(asks)]
+    )
