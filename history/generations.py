@@ -198,10 +198,19 @@ async def shown_nodes(store: Store, thread: str, nodes: Sequence[Summary]) -> li
 
 async def current_nodes(store: Store, thread: str, nodes: Sequence[Summary]) -> list[Summary]:
     """The nodes with their current texts."""
+    return (await numbered(store, thread, nodes))[0]
+
+
+async def numbered(
+    store: Store, thread: str, nodes: Sequence[Summary]
+) -> tuple[list[Summary], dict[Key, int]]:
+    """The nodes with their current texts, and the number of each one's current generation
+    (those with generation 0 left out)."""
     made, _ = await store.shown(thread)
     if not made:
-        return list(nodes)
-    return overlay(nodes, await store.generations(thread))
+        return list(nodes), {}
+    generations = await store.generations(thread)
+    return overlay(nodes, generations), {g.key: g.generation for g in generations}
 
 
 async def tree(store: Store, thread: str) -> Tree:

@@ -36,9 +36,11 @@ async def rename(
     scope = "" if thread is None else thread
     await _check_unique(store, names, author, name, scope)
     given = Name(thread=scope, author=author, name=name)
+    # Every thread's old name as it was before the first thread's change sets the new one.
+    names = await store.names()
     rewritten = 0
     for each in threads:
-        rewritten += await _rename_thread(store, each, given, now=now)
+        rewritten += await _rename_thread(store, each, given, names, now=now)
     return rewritten
 
 
@@ -57,13 +59,14 @@ async def _check_unique(
             )
 
 
-async def _rename_thread(store: Store, thread: str, given: Name, *, now: bool) -> int:
+async def _rename_thread(
+    store: Store, thread: str, given: Name, names: list[Name], *, now: bool
+) -> int:
     """One thread's change: the name set and its lines rewritten, checked against its outline."""
     for _ in range(TRIES):
         outline = await store.outline(thread)
         if outline is None:
             return 0
-        names = await store.names(thread)
         before = display(names, thread)
         kept = [n for n in names if (n.thread, n.author) != (given.thread, given.author)]
         after = display([*kept, given], thread)

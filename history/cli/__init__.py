@@ -19,7 +19,20 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import HistoryError
-from . import carry, demo, erase, ingest, prompt, rebuild, serve, simulate, stats, threads, worker
+from . import (
+    carry,
+    demo,
+    erase,
+    generations,
+    ingest,
+    prompt,
+    rebuild,
+    serve,
+    simulate,
+    stats,
+    threads,
+    worker,
+)
 from .options import Commands, Parser
 from .stores import store_of
 
@@ -29,6 +42,7 @@ REGISTER: tuple[Callable[[Commands], None], ...] = (
     threads.register,
     prompt.register,
     erase.register,
+    generations.register,
     demo.register,
     rebuild.register,
     carry.register,
