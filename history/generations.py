@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from .contract import Message, Stored, Summary
 from .generated import Form, Generation
 from .lines import line_of, size
-from .names import Display, named_line, whole_word, whole_words
+from .names import Display, display, named_line, whole_word, whole_words
 from .store import Store, changes
+from .store.records import ThreadRecords
 
 Key = tuple[str, int, int]
 """A node's key in its thread: `(agent, level, index)`."""
@@ -251,3 +252,23 @@ async def named_change(
     if not generations:
         return None
     return changes.Change(generations=generations, current=current(tree, generations))
+
+
+async def carried(
+    store: Store, original: ThreadRecords, rebuilt: ThreadRecords
+) -> tuple[tuple[Generation, ...], tuple[int, int]]:
+    """The generations a rebuilt thread keeps (section 7), and its `(made, shown)`: every
+    generation of a node whose first text came out the same; a node that is new or changed
+    gets the name generation of section 3.4, as one change the rebuilt outline shows."""
+    before = {key_of(n): n.text for n in original.summaries}
+    same = {key_of(n) for n in rebuilt.summaries if before.get(key_of(n)) == n.text}
+    kept = tuple(g for g in original.generations if g.key in same)
+    changed = [n for n in rebuilt.summaries if key_of(n) not in same]
+    names = display(await store.names(rebuilt.thread), rebuilt.thread)
+    if not (changed and names):
+        return kept, original.shown
+    messages = {s.message.id: s.message for s in rebuilt.messages}
+    found = Tree(rebuilt.summaries, kept, messages)
+    made = original.shown[0] + 1
+    named = [replace(g, made=made) for g in named_first(found, rebuilt.thread, changed, names)]
+    return (*kept, *named), ((made, made) if named else original.shown)

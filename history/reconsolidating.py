@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NotRequired, TypedDict, Unpack
 
+import anyio
+
 from .asking import request
 from .contract import Ask, Outline, Reply, Task
 from .errors import ConflictError, InputError, SummarizerError
@@ -25,8 +27,9 @@ from .summarizer import Summarizer, checked_summarizer, summarizer_for, summariz
 log = logging.getLogger(__name__)
 
 Does = Literal["verbatim", "join", "ask"]
-TRIES = 5
-"""How often a re-summary is written again when the thread moved under it before it fails."""
+TRIES = 10
+"""How often a re-summary is written again when the thread moved under it before it fails
+(with the answers it received: only its write is made again, after a pause that doubles)."""
 TIMEOUT = 60.0
 """Seconds one request may take."""
 
@@ -178,7 +181,9 @@ async def reconsolidate(
         summarizer_key(summarizer),
     )  # fmt: skip
     run = _Asking(summarizer=summarizer, settings=settings, timeout=TIMEOUT, max_failures=failures)
-    for _ in range(TRIES):
+    for attempt in range(TRIES):
+        if attempt:
+            await anyio.sleep(min(0.01 * 2**attempt, 1.0))
         outline = await store.outline(thread)
         if outline is None:
             raise InputError(f"thread {thread!r} has no messages", field="thread")

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import logging
 
-from .errors import ConflictError, InputError
-from .generated import Name
-from .generations import current, renamed, tree
+from .errors import InputError
+from .generated import Generation, Name
+from .generations import Tree, current, renamed
 from .names import check_name, display
 from .store import Store, changes
+from .store.records import ThreadRecords
 
 log = logging.getLogger(__name__)
-
-TRIES = 5
-"""How often a thread's rename is made again when the thread moved under it before it fails."""
 
 
 async def rename(
@@ -62,25 +60,27 @@ async def _check_unique(
 async def _rename_thread(
     store: Store, thread: str, given: Name, names: list[Name], *, now: bool
 ) -> int:
-    """One thread's change: the name set and its lines rewritten, checked against its outline."""
-    for _ in range(TRIES):
-        outline = await store.outline(thread)
-        if outline is None:
-            return 0
-        before = display(names, thread)
-        kept = [n for n in names if (n.thread, n.author) != (given.thread, given.author)]
-        after = display([*kept, given], thread)
-        old, new = before.get(given.author, given.author), after.get(given.author, given.author)
-        found = await tree(store, thread)
-        made = renamed(found, thread, after, old, new) if old != new else []
-        change = changes.Change(
+    """One thread's change: the name set and its lines rewritten, read and written in one
+    transaction, so it is serialized with the thread's commits like any of them."""
+    before = display(names, thread)
+    kept = [n for n in names if (n.thread, n.author) != (given.thread, given.author)]
+    after = display([*kept, given], thread)
+    old, new = before.get(given.author, given.author), after.get(given.author, given.author)
+    made: list[Generation] = []
+
+    def make(records: ThreadRecords) -> changes.Change:
+        messages = {s.message.id: s.message for s in records.messages}
+        found = Tree(records.summaries, records.generations, messages)
+        made[:] = renamed(found, thread, after, old, new) if old != new else []
+        return changes.Change(
             generations=made, current=current(found, made), names=[given], now=now
         )
-        if await store.change(outline, change):
-            if made:
-                log.info(
-                    "thread %r: %r shown as a new name, %d lines rewritten", thread,
-                    given.author, len(made), extra={"chat_thread": thread},
-                )  # fmt: skip
-            return len(made)
-    raise ConflictError(f"thread {thread!r} kept moving while it was renamed; try again")
+
+    if not await store.revise(thread, make):
+        return 0
+    if made:
+        log.info(
+            "thread %r: %r shown as a new name, %d lines rewritten", thread, given.author,
+            len(made), extra={"chat_thread": thread},
+        )  # fmt: skip
+    return len(made)

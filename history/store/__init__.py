@@ -8,7 +8,7 @@ writer (or an erase) makes it redo.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
@@ -111,6 +111,11 @@ class Store(Protocol):
 
     async def shown(self, thread: str) -> tuple[int, int]:
         """`(made, shown)`: the thread's newest change, and the newest its outline has taken."""
+        ...
+
+    async def revise(self, thread: str, make: Callable[[ThreadRecords], Change | None]) -> bool:
+        """Read the thread whole and write the change `make` makes of it (None: none), in one
+        transaction that holds its outline: False when the store holds no outline of it."""
         ...
 
     async def change(self, before: Outline, change: Change) -> bool:

@@ -4,15 +4,17 @@ an agent is sent has taken. One transaction, checked against the outline it was 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from ..contract import Ask, Outline, Summary
+from ..errors import ConflictError
 from ..generated import Generation, Name
 from . import rows
 from .adapter import Transaction
-from .rows import Params, Record
-from .writes import index_lines, post
+from .kept import generation_from_row, generation_row, name_from_row
+from .records import ThreadRecords
+from .writes import index_lines, post, thread_records
 
 
 class Stale(Exception):
@@ -35,26 +37,6 @@ class Change:
     """The key the calls are recorded under (`pins.model_key`)."""
     now: bool = False
     """The outline an agent is sent takes it at once, not at the next cut or fold."""
-
-
-def generation_row(g: Generation) -> Params:
-    return {
-        "thread": g.thread, "agent": g.agent, "level": g.level, "idx": g.index,
-        "generation": g.generation, "text": g.text, "bytes": g.bytes, "form": g.form,
-        "fallback": int(g.fallback), "made": g.made,
-    }  # fmt: skip
-
-
-def generation_from_row(row: Record) -> Generation:
-    return Generation(
-        thread=row["thread"], agent=row["agent"], level=row["level"], index=row["idx"],
-        generation=row["generation"], text=row["text"], bytes=row["bytes"], form=row["form"],
-        fallback=bool(row["fallback"]), made=row["made"],
-    )  # fmt: skip
-
-
-def name_from_row(row: Record) -> Name:
-    return Name(thread=row["thread"], author=row["author"], name=row["name"])
 
 
 async def read_names(tx: Transaction, thread: str | None) -> list[Name]:
@@ -103,6 +85,24 @@ async def write_generations(
     return made
 
 
+async def revise(
+    tx: Transaction,
+    thread: str,
+    make: Callable[[ThreadRecords], Change | None],
+    language: str,
+) -> bool:
+    """Read the thread whole (its outline row held), make a change from it and write it, in the
+    caller's transaction: nothing can move between the read and the write. False when the
+    store holds no outline of it."""
+    records = await thread_records(tx, thread, lock=True)
+    if records is None or records.outline is None:
+        return False
+    change = make(records)
+    if change is not None:
+        await write_change(tx, records.outline, change, language)
+    return True
+
+
 async def write_change(tx: Transaction, before: Outline, change: Change, language: str) -> None:
     """The change's transaction body; raises Stale when `before` is not the outline stored."""
     thread = before.thread
@@ -138,3 +138,55 @@ async def record_calls(tx: Transaction, thread: str, asks: Sequence[Ask], model:
     await tx.executemany(
         "insert_call", [rows.call_row(ask, model, first + k) for k, ask in enumerate(asks)]
     )
+
+
+async def carry_in(tx: Transaction, incoming: ThreadRecords, language: str, *, clear: bool) -> int:
+    """Write what a load brings of names and generations (a replace first drops the thread's
+    generations): what the store holds as it comes is skipped, and a generation or a name that
+    contradicts the store is a ConflictError, so the load writes nothing. The rows written."""
+    thread = incoming.thread
+    if clear:
+        await tx.execute("erase_generations", thread=thread)
+    held = {(*g.key, g.generation): g for g in await read_generations(tx, thread)}
+    new = []
+    for g in incoming.generations:
+        known = held.get((*g.key, g.generation))
+        if known is None:
+            new.append(g)
+        elif (known.text, known.form, known.fallback) != (g.text, g.form, g.fallback):
+            raise ConflictError(
+                f"generation {g.generation} of node {(g.level, g.index)!r} of thread "
+                f"{thread!r} is stored with another text",
+                field="generation",
+            )
+    await tx.executemany("insert_generation", [generation_row(g) for g in new])
+    names = {(n.thread, n.author): n.name for n in await read_names(tx, None)}
+    given = [n for n in incoming.names if names.get((n.thread, n.author)) != n.name]
+    for n in given:
+        if (n.thread, n.author) in names:
+            raise ConflictError(
+                f"{n.author!r} is shown as {names[(n.thread, n.author)]!r} in the store, not "
+                f"{n.name!r}",
+                field="name",
+            )
+        await tx.execute("set_name", thread=n.thread, author=n.author, name=n.name)
+    made, taken = await shown(tx, thread)
+    if incoming.shown > (made, taken) or clear:
+        await tx.execute(
+            "set_generation_shown", thread=thread, made=max(made, incoming.shown[0]),
+            shown=max(taken, incoming.shown[1]) if not clear else incoming.shown[1],
+        )  # fmt: skip
+    if new:
+        newest = {g.key: g for g in sorted(incoming.generations, key=lambda g: g.generation)}
+        nodes = {(n.agent, n.level, n.index): n for n in await _nodes(tx, thread)}
+        current = [
+            replace(nodes[key], text=g.text, bytes=g.bytes, fallback=g.fallback)
+            for key, g in newest.items()
+            if key in nodes
+        ]
+        await reindex(tx, thread, current, language)
+    return len(new) + len(given)
+
+
+async def _nodes(tx: Transaction, thread: str) -> list[Summary]:
+    return [rows.summary_from_row(r) for r in await tx.fetch("summaries", thread=thread)]

@@ -16,9 +16,10 @@ from processing one thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
+from functools import partial
 
 import anyio
 
@@ -355,8 +356,9 @@ class SQLStore:
                 )
                 for incoming in batch
             ]  # every plan first: a contradiction is refused before anything is written
-            for plan in plans:
+            for plan, incoming in zip(plans, batch, strict=True):
                 await apply(tx, plan, language)
+                await changes.carry_in(tx, incoming, language, clear=plan.clear)
             return plans
 
         plans = await self._sql.run(load, mode="write")
@@ -390,6 +392,13 @@ class SQLStore:
         except changes.Stale:
             return False
         return True
+
+    async def revise(
+        self, thread: str, make: Callable[[ThreadRecords], changes.Change | None]
+    ) -> bool:
+        language = self.language
+        body = partial(changes.revise, thread=thread, make=make, language=language)
+        return await self._sql.run(body, mode="write")
 
     def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
         return self._sql.claim(thread)
