@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .contract import Message, Stored, Summary
+from .contract import Hit, Message, Stored, Summary
 from .generated import Form, Generation
 from .lines import line_of, size
 from .names import Display, display, named_line, whole_word, whole_words
@@ -202,6 +202,24 @@ async def current_nodes(store: Store, thread: str, nodes: Sequence[Summary]) -> 
     return (await numbered(store, thread, nodes))[0]
 
 
+async def current_hits(store: Store, thread: str, hits: Sequence[Hit]) -> list[Hit]:
+    """Search hits on lines with the lines' current texts (the index keeps their first)."""
+    made, _ = await store.shown(thread)
+    if not made:
+        return list(hits)
+    newest: dict[Key, Generation] = {}
+    for g in await store.generations(thread):
+        newest[g.key] = g
+    return [_hit(h, newest.get((h.agent, h.level, h.index))) for h in hits]
+
+
+def _hit(hit: Hit, generation: Generation | None) -> Hit:
+    """A hit on a line, reading its current text; a message's as it is."""
+    if hit.message is not None or generation is None:
+        return hit
+    return replace(hit, text=generation.text)
+
+
 async def numbered(
     store: Store, thread: str, nodes: Sequence[Summary]
 ) -> tuple[list[Summary], dict[Key, int]]:
@@ -251,7 +269,7 @@ async def named_change(
     generations = named_first(tree, thread, written, names)
     if not generations:
         return None
-    return changes.Change(generations=generations, current=current(tree, generations))
+    return changes.Change(generations=generations)
 
 
 async def carried(

@@ -65,3 +65,14 @@ def check_name(name: object) -> str:
     if any(c in name for c in "\r\n\x00"):
         raise InputError(f"a name must be one line without NUL, got {name!r}", field="name")
     return name
+
+
+def named_query(query: str, names: Display) -> str:
+    """A search query with the id of each author whose display name it holds (as whole words,
+    case aside) added: lines and messages keep their ids in the search index."""
+    ids = [
+        author
+        for author, name in names.items()
+        if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", query, re.IGNORECASE)
+    ]
+    return " ".join([query, *ids])

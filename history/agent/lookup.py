@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 
 from ..contract import Hit, Message, Stored, Summary, format_at
 from ..errors import NotFoundError
-from ..generations import current_nodes
+from ..generations import current_hits, current_nodes
 from ..lines import cut, line_of, one_line, prefix, render, size
 from ..lines import label as label_of
-from ..names import Display, display, named
+from ..names import Display, display, named, named_query
 from ..plugin import History
 from ..processors.weight import tokens
 
@@ -109,7 +109,8 @@ async def search(
     """
     hits = []
     names = display(await history.store.names(thread), thread)
-    for hit in await history.store.search(thread, query, limit, agent=agent):
+    found = await history.store.search(thread, named_query(query, names), limit, agent=agent)
+    for hit in await current_hits(history.store, thread, found):
         text = one_line(await _named_hit(history, hit, names))
         if size(text) > history.settings.line:
             text = cut(text, history.settings.line)
