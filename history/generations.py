@@ -119,19 +119,16 @@ def _rewritten(
     their generation 0 (new nodes), else from their current texts."""
     made: list[Generation] = []
     texts: dict[Key, str] = {}
-
-    def text_of(key: Key) -> str:
-        return texts[key] if key in texts else tree.current(key).text
-
     for key in keys:
         now = tree.text(key, 0) if first else tree.current(key)
         assert now is not None
-        message = tree.message(key)
-        if now.form == "line" and message is not None:
+        if now.form == "line" and (message := tree.message(key)) is not None:
             text = named_line(message, names)
         elif now.form == "join" and all(k in tree.nodes for k in children(key)):
             left, right = children(key)
-            text = f"{text_of(left)}\n{text_of(right)}"
+            left_text = texts[left] if left in texts else tree.current(left).text
+            right_text = texts[right] if right in texts else tree.current(right).text
+            text = f"{left_text}\n{right_text}"
         else:
             text = model(now.text)
         texts[key] = text

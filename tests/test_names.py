@@ -139,3 +139,19 @@ async def test_now_shows_a_rename_at_once(open_history: Opener) -> None:
         await run.history.rename("Ana", "Ann", now=True)
         head = prompt_text(await view(run.history, "t", agent="north")).split("[user]")[0]
     assert "Ann → north" in head and "Ana → north" not in head
+
+
+async def test_a_rename_of_many_lines_asks_the_model_nothing(open_history: Opener) -> None:
+    from benchmarks.rename import Counting, messages
+
+    counting = Counting()
+    settings: Settings = {"summarizer": "echo", "line": 128, "tail": (20, 40), "kept": 1}
+    async with open_history(model=counting, **settings) as run:
+        await run.send(*messages(502))
+        asked = counting.calls
+        rewritten = await run.history.rename("user", "Ana")
+        store = run.history.store
+        nodes = await current_nodes(store, "t", await store.summaries("t"))
+    assert asked > 100 and counting.calls == asked  # the rename asked nothing
+    assert rewritten == len(nodes) > 900  # every line names the person, asked or not
+    assert all(not re.search(r"(?<!\w)user(?!\w)", n.text) for n in nodes)

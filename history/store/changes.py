@@ -14,7 +14,7 @@ from . import rows
 from .adapter import Transaction
 from .kept import generation_from_row, generation_row, name_from_row
 from .records import ThreadRecords
-from .writes import index_lines, post, thread_records
+from .writes import index_lines, post
 
 
 class Stale(Exception):
@@ -94,12 +94,22 @@ async def revise(
     """Read the thread whole (its outline row held), make a change from it and write it, in the
     caller's transaction: nothing can move between the read and the write. False when the
     store holds no outline of it."""
-    records = await thread_records(tx, thread, lock=True)
-    if records is None or records.outline is None:
+    await tx.fetch("lock_outline", thread=thread)
+    row = await tx.one("outline", thread=thread)
+    if row is None:
         return False
+    # What a change reads: the tree, its later texts and the messages (no calls, no natives).
+    outline = rows.outline_from_row(row)
+    records = ThreadRecords(
+        thread=thread,
+        outline=outline,
+        messages=tuple(map(rows.stored_from_row, await tx.fetch("thread_messages", thread=thread))),
+        summaries=tuple(await _nodes(tx, thread)),
+        generations=tuple(await read_generations(tx, thread)),
+    )
     change = make(records)
     if change is not None:
-        await write_change(tx, records.outline, change, language)
+        await write_change(tx, outline, change, language)
     return True
 
 
