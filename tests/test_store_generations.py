@@ -8,7 +8,8 @@ from history.generated import Generation, Name
 from history.store import Store, changes
 from history.store.records import ThreadRecords
 
-from .test_store import ask, leaf, message
+from .conftest import message
+from .test_store import ask, leaf
 
 pytestmark = pytest.mark.anyio
 
