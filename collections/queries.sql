@@ -421,3 +421,16 @@ DELETE FROM author_name WHERE thread = :thread;
 -- name: all_authors
 -- Who any message is by or to.
 SELECT author AS who FROM message UNION SELECT "to" AS who FROM message WHERE "to" <> '';
+
+-- name: node_generations
+-- The newest generation made by change :upto of some nodes of one tree (a JSON list of
+-- [level, idx] keys), for those that have one.
+SELECT g.thread, g.agent, g.level, g.idx, g.generation, g.text, g.bytes, g.form, g.fallback,
+       g.made
+FROM json_each(:keys) AS k CROSS JOIN generation AS g
+ON g.thread = :thread AND g.agent = :agent AND g.level = json_extract(k.value, '$[0]')
+   AND g.idx = json_extract(k.value, '$[1]')
+WHERE g.made <= :upto AND NOT EXISTS (
+    SELECT 1 FROM generation AS h
+    WHERE h.thread = g.thread AND h.agent = g.agent AND h.level = g.level AND h.idx = g.idx
+      AND h.generation > g.generation AND h.made <= :upto);

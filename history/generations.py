@@ -191,7 +191,28 @@ async def shown_nodes(store: Store, thread: str, nodes: Sequence[Summary]) -> li
     made, shown = await store.shown(thread)
     if not made:
         return list(nodes)
-    return overlay(nodes, await store.generations(thread), upto=shown)
+    return overlay(nodes, await _later(store, thread, nodes, upto=shown), upto=shown)
+
+
+MANY = 1_000
+"""Nodes past which their generations are read as the whole thread's, in one range."""
+
+
+async def _later(
+    store: Store, thread: str, nodes: Sequence[Summary | Hit | Key], *, upto: int | None = None
+) -> list[Generation]:
+    """The newest generation of each of `nodes` made by change `upto` (None: the newest); every
+    generation of the thread when they are many."""
+    if len(nodes) > MANY:
+        return await store.generations(thread)
+    keys: dict[str, list[tuple[int, int]]] = {}
+    for n in nodes:
+        agent, level, index = n if isinstance(n, tuple) else (n.agent, n.level, n.index)
+        keys.setdefault(agent, []).append((level, index))
+    found: list[Generation] = []
+    for agent, some in keys.items():
+        found += await store.generations(thread, some, agent=agent, upto=upto)
+    return found
 
 
 async def current_nodes(store: Store, thread: str, nodes: Sequence[Summary]) -> list[Summary]:
@@ -205,7 +226,7 @@ async def current_hits(store: Store, thread: str, hits: Sequence[Hit]) -> list[H
     if not made:
         return list(hits)
     newest: dict[Key, Generation] = {}
-    for g in await store.generations(thread):
+    for g in await _later(store, thread, [h for h in hits if h.message is None]):
         newest[g.key] = g
     return [_hit(h, newest.get((h.agent, h.level, h.index))) for h in hits]
 
@@ -225,7 +246,7 @@ async def numbered(
     made, _ = await store.shown(thread)
     if not made:
         return list(nodes), {}
-    generations = await store.generations(thread)
+    generations = await _later(store, thread, nodes)
     return overlay(nodes, generations), {g.key: g.generation for g in generations}
 
 
@@ -257,7 +278,8 @@ async def named_change(
     for agent, keys in wanted.items():
         found |= {key_of(n): n for n in await store.nodes(thread, keys, agent=agent)}
     made, _ = await store.shown(thread)
-    later = await store.generations(thread) if made else []
+    older = [k for k in found if k not in {key_of(n) for n in written}]
+    later = await _later(store, thread, older) if made and older else []
     messages: dict[str, Message] = {}
     for n in written:
         if n.message is not None and (stored := await read(n.message)) is not None:

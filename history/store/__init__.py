@@ -105,8 +105,17 @@ class Store(Protocol):
         """The threads with a message by or to `author`, sorted."""
         ...
 
-    async def generations(self, thread: str) -> list[Generation]:
-        """The thread's generations after the first, by node and number."""
+    async def generations(
+        self,
+        thread: str,
+        keys: Sequence[tuple[int, int]] | None = None,
+        *,
+        agent: str = "",
+        upto: int | None = None,
+    ) -> list[Generation]:
+        """The thread's generations after the first, by node and number; or, of each node
+        `keys` (level, index) of `agent`'s tree (`""`: the shared one) that has one, its newest
+        made by change `upto` (None: its newest)."""
         ...
 
     async def shown(self, thread: str) -> tuple[int, int]:

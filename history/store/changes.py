@@ -12,6 +12,7 @@ from ..errors import ConflictError
 from ..generated import Generation, Name
 from . import rows
 from .adapter import Transaction
+from .consistency import LARGEST
 from .kept import generation_from_row, generation_row, name_from_row
 from .records import ThreadRecords
 from .writes import index_lines, post
@@ -57,9 +58,27 @@ async def read_author_threads(tx: Transaction, author: str) -> list[str]:
     return sorted(r["thread"] for r in await tx.fetch("author_threads", author=author))
 
 
-async def read_generations(tx: Transaction, thread: str) -> list[Generation]:
-    found = map(generation_from_row, await tx.fetch("generations", thread=thread))
-    return sorted(found, key=lambda g: (*g.key, g.generation))
+async def read_generations(
+    tx: Transaction,
+    thread: str,
+    keys: Sequence[tuple[int, int]] | None = None,
+    agent: str = "",
+    upto: int | None = None,
+) -> list[Generation]:
+    """The thread's generations after the first, by node and number; or, of each node `keys`
+    of `agent`'s tree (`""`: the shared one) that has one, its newest made by change `upto`
+    (None: its newest)."""
+    if keys is None:
+        rows_ = await tx.fetch("generations", thread=thread)
+    elif not keys:
+        return []
+    else:
+        rows_ = await tx.fetch(
+            "node_generations", thread=thread, agent=agent, keys=[list(k) for k in keys],
+            levels=[level for level, _ in keys], indexes=[index for _, index in keys],
+            upto=LARGEST if upto is None else upto,
+        )  # fmt: skip
+    return sorted(map(generation_from_row, rows_), key=lambda g: (*g.key, g.generation))
 
 
 async def shown(tx: Transaction, thread: str) -> tuple[int, int]:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
 import anyio
 
@@ -377,8 +378,10 @@ class SQLStore:
     async def author_threads(self, author: str) -> list[str]:
         return await self._sql.run(lambda tx: changes.read_author_threads(tx, author))
 
-    async def generations(self, thread: str) -> list[Generation]:
-        return await self._sql.run(lambda tx: changes.read_generations(tx, thread))
+    async def generations(
+        self, thread: str, keys: Sequence[tuple[int, int]] | None = None, **of: Any
+    ) -> list[Generation]:
+        return await self._sql.run(lambda tx: changes.read_generations(tx, thread, keys, **of))
 
     async def shown(self, thread: str) -> tuple[int, int]:
         return await self._sql.run(lambda tx: changes.shown(tx, thread))
@@ -396,8 +399,7 @@ class SQLStore:
     async def revise(
         self, thread: str, make: Callable[[ThreadRecords], changes.Change | None]
     ) -> bool:
-        language = self.language
-        body = partial(changes.revise, thread=thread, make=make, language=language)
+        body = partial(changes.revise, thread=thread, make=make, language=self.language)
         return await self._sql.run(body, mode="write")
 
     def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
