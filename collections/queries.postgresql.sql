@@ -122,3 +122,12 @@ SELECT t, s.line, s.level, s.idx, count(*)
 FROM search AS s, search_terms(s.words) AS t
 WHERE s.thread = :thread AND NOT s.posted
 GROUP BY t, s.line, s.level, s.idx ORDER BY t, s.line, s.level, s.idx;
+
+-- name: node_generations
+SELECT g.thread, g.agent, g.level, g.idx, g.generation, g.text, g.bytes, g.form, g.fallback,
+       g.made
+FROM unnest(:levels::integer[], :indexes::bigint[]) AS k (level, idx)
+CROSS JOIN LATERAL (SELECT * FROM generation
+                    WHERE thread = :thread AND agent = :agent AND level = k.level
+                      AND idx = k.idx AND made <= :upto
+                    ORDER BY generation DESC LIMIT 1) AS g;

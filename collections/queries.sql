@@ -370,3 +370,80 @@ WHERE thread = :thread AND agent = :agent AND NOT line AND level = 0 AND idx = :
 -- name: retract_messages
 -- Taking back the thread's newest messages, from seq `:first` on.
 DELETE FROM message WHERE thread = :thread AND seq >= :first;
+
+-- name: names
+-- The display names: store-wide (thread '') and each thread's.
+SELECT thread, author, name FROM author_name ORDER BY thread, author;
+
+-- name: thread_names
+-- The names that apply in a thread: store-wide ones (thread '') and its own.
+SELECT thread, author, name FROM author_name WHERE thread = '' OR thread = :thread;
+
+-- name: set_name
+INSERT INTO author_name (thread, author, name) VALUES (:thread, :author, :name)
+ON CONFLICT (thread, author) DO UPDATE SET name = excluded.name;
+
+-- name: authors
+-- Who a thread's messages are by or to (an empty `to` is nobody).
+SELECT author AS who FROM message WHERE thread = :thread
+UNION SELECT "to" AS who FROM message WHERE thread = :thread AND "to" <> '';
+
+-- name: author_threads
+-- The threads where someone is an author or is written to.
+SELECT DISTINCT thread FROM message WHERE author = :author OR "to" = :author;
+
+-- name: generations
+-- A node's generations after its first, by node and number.
+SELECT thread, agent, level, idx, generation, text, bytes, form, fallback, made FROM generation
+WHERE thread = :thread ORDER BY agent, level, idx, generation;
+
+-- name: insert_generation
+INSERT INTO generation (thread, agent, level, idx, generation, text, bytes, form, fallback, made)
+VALUES (:thread, :agent, :level, :idx, :generation, :text, :bytes, :form, :fallback, :made);
+
+-- name: generation_shown
+SELECT made, shown FROM generation_shown WHERE thread = :thread;
+
+-- name: set_generation_shown
+INSERT INTO generation_shown (thread, made, shown) VALUES (:thread, :made, :shown)
+ON CONFLICT (thread) DO UPDATE SET made = excluded.made, shown = excluded.shown;
+
+-- name: show_generations
+-- A cut or a fold: the outline an agent is sent takes every change made so far.
+UPDATE generation_shown SET shown = made WHERE thread = :thread AND shown <> made;
+
+-- name: bump_outline
+-- A change to a thread's lines commits only if its outline is still the one it was made from.
+UPDATE outline SET version = version + 1
+WHERE thread = :thread AND epoch = :epoch AND version = :version;
+
+-- name: unindex_line
+-- A line's search row, before it is indexed again with its new text.
+DELETE FROM search
+WHERE thread = :thread AND agent = :agent AND line AND level = :level AND idx = :idx;
+
+-- name: erase_generations
+DELETE FROM generation WHERE thread = :thread;
+
+-- name: erase_generation_shown
+DELETE FROM generation_shown WHERE thread = :thread;
+
+-- name: erase_names
+DELETE FROM author_name WHERE thread = :thread;
+
+-- name: all_authors
+-- Who any message is by or to.
+SELECT author AS who FROM message UNION SELECT "to" AS who FROM message WHERE "to" <> '';
+
+-- name: node_generations
+-- The newest generation made by change :upto of some nodes of one tree (a JSON list of
+-- [level, idx] keys), for those that have one.
+SELECT g.thread, g.agent, g.level, g.idx, g.generation, g.text, g.bytes, g.form, g.fallback,
+       g.made
+FROM json_each(:keys) AS k CROSS JOIN generation AS g
+ON g.thread = :thread AND g.agent = :agent AND g.level = json_extract(k.value, '$[0]')
+   AND g.idx = json_extract(k.value, '$[1]')
+WHERE g.made <= :upto AND NOT EXISTS (
+    SELECT 1 FROM generation AS h
+    WHERE h.thread = g.thread AND h.agent = g.agent AND h.level = g.level AND h.idx = g.idx
+      AND h.generation > g.generation AND h.made <= :upto);

@@ -35,14 +35,17 @@ from .contract import (
     parse_at,
 )
 from .errors import InputError
+from .generated import Form, Generation, Name
 from .lines import size
+from .names import check_name
 from .store.consistency import LARGEST, TOP_LEVEL
 from .store.records import Call, ThreadRecords
 
-FORMAT = 3
-FORMATS = (1, 2, 3)
-"""Format 2 adds step trees (SPEC version 2), format 3 a message's provider form (`native`);
-an export of an earlier format loads as it is."""
+FORMAT = 4
+FORMATS = (1, 2, 3, 4)
+"""Format 2 adds step trees (SPEC version 2), format 3 a message's provider form (`native`),
+format 4 display names and generations (docs/generations.md); an export of an earlier format
+loads as it is."""
 
 
 Count = Annotated[int, Field(ge=0, le=LARGEST)]
@@ -174,7 +177,45 @@ class ThreadLine(_Line):
     """The settings it was built with, as the JSON its store keeps."""
 
 
-Record = HeaderLine | ThreadLine | MessageLine | SummaryLine | OutlineLine | CallLine
+class GenerationLine(_Line):
+    """A node's text after its first (format 4)."""
+
+    kind: Literal["generation"] = "generation"
+    thread: str
+    agent: str = ""
+    level: Level
+    index: Count
+    generation: Annotated[int, Field(ge=1, le=LARGEST)]
+    text: str
+    bytes: Count
+    form: Form
+    fallback: bool = False
+    made: Annotated[int, Field(ge=1, le=LARGEST)]
+
+
+class NameLine(_Line):
+    """A display name that applies in a thread (format 4): `scope` `""` is store-wide."""
+
+    kind: Literal["name"] = "name"
+    thread: str
+    scope: str
+    author: str
+    name: str
+
+
+class ShownLine(_Line):
+    """A thread's newest change and the newest its agents' outline has taken (format 4)."""
+
+    kind: Literal["shown"] = "shown"
+    thread: str
+    made: Count
+    shown: Count
+
+
+Record = (
+    HeaderLine | ThreadLine | MessageLine | SummaryLine | OutlineLine | CallLine | GenerationLine
+    | NameLine | ShownLine
+)  # fmt: skip
 RECORD: TypeAdapter[Record] = TypeAdapter(Annotated[Record, Field(discriminator="kind")])
 """Reads any line, told apart by its `kind`."""
 
@@ -194,6 +235,21 @@ def record_lines(records: ThreadRecords) -> list[Record]:
         )
         for n in records.summaries
     ]  # fmt: skip
+    out += [
+        GenerationLine(
+            thread=g.thread, agent=g.agent, level=g.level, index=g.index,
+            generation=g.generation, text=g.text, bytes=g.bytes, form=g.form,
+            fallback=g.fallback, made=g.made,
+        )
+        for g in records.generations
+    ]  # fmt: skip
+    out += [
+        NameLine(thread=records.thread, scope=n.thread, author=n.author, name=n.name)
+        for n in records.names
+    ]
+    if records.shown != (0, 0):
+        made, shown = records.shown
+        out.append(ShownLine(thread=records.thread, made=made, shown=shown))
     if records.outline is not None:
         out.append(_outline_line(records.outline))
     out += [
@@ -327,3 +383,25 @@ def outline_of(line: OutlineLine) -> Outline:
             for agent, o in line.steps.items()
         },
     )  # fmt: skip
+
+
+def generation_of(line: GenerationLine) -> Generation:
+    """A generation line as the generation it records; InputError when its bytes are not its
+    text's."""
+    if line.bytes != size(line.text):
+        raise InputError(
+            f"generation {line.generation} of node {(line.level, line.index)!r} has bytes "
+            f"{line.bytes}, but its text has {size(line.text)}",
+            field="bytes",
+        )
+    return Generation(
+        thread=line.thread, agent=line.agent, level=line.level, index=line.index,
+        generation=line.generation, text=line.text, bytes=line.bytes, form=line.form,
+        fallback=line.fallback, made=line.made,
+    )  # fmt: skip
+
+
+def name_of(line: NameLine) -> Name:
+    if line.scope not in ("", line.thread):
+        raise InputError(f"a name of thread {line.thread!r} has scope {line.scope!r}")
+    return Name(thread=line.scope, author=line.author, name=check_name(line.name))

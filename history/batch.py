@@ -17,7 +17,9 @@ import anyio
 from .asking import Asker, Counters, describe
 from .contract import Ask, Outline, Stored, Task
 from .errors import StoreError
+from .generations import named_change
 from .lane import BATCH, TOGETHER, Lane
+from .names import Display, display
 from .pins import as_recorded
 from .processing import MessageReader, Vanished
 from .processors.compact import compact
@@ -47,6 +49,7 @@ async def process_one(
     model_key: str,
     defer: bool = False,
     waiting: Sequence[Stored] = (),
+    names: Display | None = None,
 ) -> tuple[Outline, list[Ask]] | None:
     """SPEC 5.2: one message's lines first (the model calls, no transaction open), then one
     commit checked against the outline's version. None when the outline changed under it
@@ -56,7 +59,7 @@ async def process_one(
     (its version unchanged) is committed whole with a later message's, so a run of such
     messages costs one write, and each message's processing is still all or nothing. `waiting`
     are the messages processed since `state` was committed, which this commit also indexes for
-    search.
+    search. `names`: the thread's display names, which the nodes it writes are shown under.
     """
     work = state.copy()
     asks: list[Ask] = []
@@ -73,10 +76,12 @@ async def process_one(
     lines_changed = change.cut or change.folded
     if defer and not (lines_changed or nodes.written or asks):
         return work, asks
+    named = None
+    if names and nodes.written:
+        named = await named_change(store, state.thread, nodes.written, names, read)
     if not await store.commit(
         state, work, nodes.written, [as_recorded(a, settings.line) for a in asks], model_key,
-        lines_changed=lines_changed,
-        processed=[*waiting, stored],
+        lines_changed=lines_changed, processed=[*waiting, stored], change=named,
     ):  # fmt: skip
         return None
     work.version = state.version + 1
@@ -112,6 +117,9 @@ class Runner:
         self._asker = asker
         self._counters = counters
         self._listeners = listeners
+        self._names: dict[str, Display] = {}
+        """Each thread's display names, read at its claim and again when a commit finds it moved
+        (a rename moves it)."""
 
     async def catch_up(self, lane: Lane, linger: Linger) -> None:
         """Process what is pending for the lane's thread, if this process may claim it.
@@ -124,6 +132,7 @@ class Runner:
             async with self.store.claim(lane.thread) as granted:
                 if not granted:  # another process holds it, and looks again when it lets go
                     return
+                self._names.pop(lane.thread, None)
                 if self.store.shared:
                     await self._refresh(lane)
                 while True:
@@ -186,6 +195,7 @@ class Runner:
                     )  # fmt: skip
                 except _Stale:
                     lane.forget(answers=False)
+                    self._names.pop(thread, None)
                     break
                 except BaseException:
                     # Cancelled or failed: what waited for this commit is kept, unless the
@@ -256,9 +266,12 @@ class Runner:
         async def read(id: str) -> Stored | None:
             return recent.get(id) or await store.message(id)
 
+        if thread not in self._names:
+            self._names[thread] = display(await store.names(thread), thread)
         done = await process_one(
             store, state, stored, nodes=nodes, read=read, ask=self._asker.asking(lane.memory),
             settings=self.settings, model_key=self.model_key, defer=defer, waiting=waiting,
+            names=self._names[thread],
         )  # fmt: skip
         if done is None:
             raise _Stale

@@ -27,13 +27,18 @@ from ._carry_lines import (
     FORMATS,
     RECORD,
     CallLine,
+    GenerationLine,
     HeaderLine,
     MessageLine,
+    NameLine,
     OutlineLine,
     Record,
+    ShownLine,
     SummaryLine,
     ThreadLine,
     call_of,
+    generation_of,
+    name_of,
     outline_of,
     record_lines,
     stored_of,
@@ -42,6 +47,7 @@ from ._carry_lines import (
 from ._checks import name_text, optional_argument_text, text
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
+from .generated import Generation, Name
 from .limits import without_bom
 from .settings import HistorySettings
 from .store import Store
@@ -124,6 +130,9 @@ class _Group:
         self.calls: list[Call] = []
         self.about: About | None = None
         self.natives: dict[str, str] = {}
+        self.generations: list[Generation] = []
+        self.names: list[Name] = []
+        self.shown = (0, 0)
 
     def encoding(self) -> str:
         """The tiktoken encoding the thread's messages are weighed in: its settings' (they come
@@ -141,6 +150,9 @@ class _Group:
             outline=self.outline,
             calls=tuple(sorted(self.calls, key=lambda c: c.n)),
             natives=self.natives,
+            generations=tuple(sorted(self.generations, key=lambda g: (*g.key, g.generation))),
+            names=tuple(self.names),
+            shown=self.shown,
         )
 
 
@@ -187,6 +199,12 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
             group.outline = _furthest(group.outline, outline_of(record))
         case CallLine():
             groups[record.thread].calls.append(call_of(record))
+        case GenerationLine():
+            groups[record.thread].generations.append(generation_of(record))
+        case NameLine():
+            groups[record.thread].names.append(name_of(record))
+        case ShownLine():
+            groups[record.thread].shown = (record.made, record.shown)
 
 
 def _check_settings(text: str) -> None:

@@ -20,7 +20,7 @@ import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, Unpack
 
 import anyio
 from anyio.abc import TaskGroup
@@ -43,6 +43,8 @@ from .lane import LINGER, STORE_CLOSE, Lane, Lanes
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
+from .reconsolidating import Options, Resummary, reconsolidate
+from .renaming import rename
 from .retracting import retract
 from .settings import HistorySettings
 from .store import Store, default_store, open_store
@@ -361,6 +363,22 @@ class History:
         self._open()
         optional_argument_text("thread", thread)
         return await usage(self.store, thread, input_price=input_price, output_price=output_price)
+
+    async def rename(
+        self, author: str, name: str, *, thread: str | None = None, now: bool = False
+    ) -> int:
+        """Show `author` as `name`, store-wide or in `thread`: every line, header and search hit
+        reads it; the number of lines rewritten, with no model call (docs/generations.md)."""
+        self._open()
+        return await rename(self.store, author, name, thread=thread, now=now)
+
+    async def reconsolidate(
+        self, thread: str, label: str | None = None, **options: Unpack[Options]
+    ) -> Resummary:
+        """Ask a summarizer for lines of `thread` again (the node `label`, else every line its
+        outline shows), written as their next generation (docs/generations.md, section 4)."""
+        self._open()
+        return await reconsolidate(self.store, self.settings, thread, label, **options)
 
     # Processing.
 

@@ -26,6 +26,7 @@ from .asking import request
 from .batch import process_one
 from .contract import Ask, Outline, Reply, Stored, Task
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
+from .generations import carried
 from .pins import Replay, model_key, pinned
 from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, built_with, recorded
@@ -168,11 +169,14 @@ async def rebuild(
             "was built with (leave the options out), or force it (--force, force=True)"
         )
     if not dry_run:
+        generations, shown = await carried(store, original, result)
         swapped = replace(
             result,
             outline=replace(
                 result.outline, epoch=original.outline.epoch, version=original.outline.version
             ),
+            generations=generations,
+            shown=shown,
         )
         await store.load_records([swapped], replace=True)
         await store.describe(thread, settings=recorded(settings))

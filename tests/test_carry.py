@@ -170,15 +170,15 @@ async def test_a_bad_line_is_refused_naming_its_place() -> None:
                "bytes": 5, "message": "m", "at": "2026-11-01T09:00:00+00:00"}  # fmt: skip
     with pytest.raises(InputError, match=r"^x:1: summary bytes 5 is not the size of its text"):
         read_records([json.dumps(summary)], source="x")
-    with pytest.raises(InputError, match=r"format 4 is not one of \(1, 2, 3\)"):
-        read_records([json.dumps({"kind": "chat-history", "format": 4})])
+    with pytest.raises(InputError, match=r"format 5 is not one of \(1, 2, 3, 4\)"):
+        read_records([json.dumps({"kind": "chat-history", "format": 5})])
 
 
 async def test_exporting_a_thread_that_is_not_stored_is_refused(tmp_path: Path) -> None:
     async with opened(tmp_path / "empty.sqlite") as store:
         with pytest.raises(NotFoundError, match="'ghost'"):
             await exported(store, "ghost")
-        assert await exported(store) == '{"kind":"chat-outline","format":3}\n'
+        assert await exported(store) == '{"kind":"chat-outline","format":4}\n'
 
 
 async def test_a_messages_provider_form_is_carried_with_it(tmp_path: Path, database: str) -> None:

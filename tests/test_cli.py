@@ -92,7 +92,7 @@ def test_threads_and_show_as_json(db: Path, capsys: pytest.CaptureFixture[str]) 
     assert len(shown["nodes"]) == 19 and len(shown["outline"]) == 11 and len(shown["tail"]) == 5
     assert shown["nodes"][0] == {
         "label": "0+1", "level": 0, "index": 0, "text": "Ana → north: Plan the launch for December",
-        "bytes": 43, "at": "2026-11-01T09:00:00+00:00", "outline": True,
+        "bytes": 43, "at": "2026-11-01T09:00:00+00:00", "outline": True, "generation": 0,
     }  # fmt: skip
     assert sum(n["outline"] for n in shown["nodes"]) == 11
     assert shown["steps"] == {}  # the chat has no tool steps

@@ -120,14 +120,16 @@ def test_no_module_imports_in_a_circle() -> None:
 
 FLOORS = (
     ("data", ("history.contract", "history._checks", "history.processing", "history.settings",
-              "history.lines", "history.errors", "history.terms", "history.limits")),
+              "history.lines", "history.errors", "history.terms", "history.limits",
+              "history.generated")),
     ("processors", ("history.processors",)),
     ("store", ("history.store",)),
     ("plugin", ("history.summarizer", "history.breaker", "history.asking", "history.plugin",
                 "history.lane",
                 "history.batch", "history.pins", "history.rebuilding", "history.carry",
                 "history._carry_lines", "history.metering", "history.worker",
-                "history.retracting")),
+                "history.retracting", "history.names", "history.generations", "history.renaming",
+                "history.reconsolidating")),
     ("agent", ("history.agent",)),
     ("ingest", ("history.ingest",)),
     ("command", ("history.cli", "history.trace", "history.viewer")),

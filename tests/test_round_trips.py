@@ -18,6 +18,7 @@ from history import History, HistorySettings, batch, lane, plugin
 from history.contract import Ask, Message, Outline, Stored, Summary
 from history.errors import StoreError
 from history.store import Store
+from history.store.changes import Change
 from history.store.sqlite import SQLiteStore
 from history.trace import snapshot
 
@@ -81,6 +82,7 @@ class Counting(SQLiteStore):
         *,
         lines_changed: bool,
         processed: Sequence[Stored],
+        change: Change | None = None,
     ) -> bool:
         if (self.fail_lines and written) or self.fail_once:
             self.fail_once = False
@@ -88,7 +90,14 @@ class Counting(SQLiteStore):
         self.commits.append(after.position)
         self.committed.set()
         return await super().commit(
-            before, after, written, asks, model, lines_changed=lines_changed, processed=processed
+            before,
+            after,
+            written,
+            asks,
+            model,
+            lines_changed=lines_changed,
+            processed=processed,
+            change=change,
         )
 
 

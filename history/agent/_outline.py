@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pydantic_ai.messages import CachePoint, CompactionPart, ModelRequestPart, UserPromptPart
 
 from ..contract import Entry, Outline
+from ..generations import shown_nodes
 from ..lines import one_line, size
 from ..plugin import History
 
@@ -79,7 +80,9 @@ async def _blocks(
     its lines hold `block_bytes` bytes as the outline counts them (a line's bytes and one)."""
     entries = [e for e in lines if since is None or e[3] >= since]
     keys = [(level, index) for level, index, _, _ in entries]
-    nodes = await history.store.nodes(thread, keys, agent=agent)
+    nodes = await shown_nodes(
+        history.store, thread, await history.store.nodes(thread, keys, agent=agent)
+    )
     if len(nodes) < len(keys):  # only if the store lost a node: show what is left
         log.warning(
             "thread %r: %d outline lines have no node", thread, len(keys) - len(nodes),

@@ -31,6 +31,7 @@ from pydantic_ai.messages import (
 from ..asking import describe
 from ..contract import Outline, Stored
 from ..lines import label, prefix, render, size
+from ..names import Display, named
 from ..plugin import History
 from .lookup import BATCH
 from .steps import Calls, Returns, Step, cut_text, step_messages
@@ -111,9 +112,11 @@ def tail_messages(
     page: int,
     natives: Mapping[str, list[ModelMessage]],
     run: Run | None,
+    names: Display | None = None,
 ) -> Iterable[ModelMessage]:
     """The tail's messages as `agent` is sent them: its own as it said them (`natives`, else
-    responses), its steps as tool parts where `paired`, everyone else's as user parts."""
+    responses), its steps as tool parts where `paired`, everyone else's as user parts, their
+    headers under the thread's display `names`."""
     for s in tail:
         m = s.message
         if m.step and agent is not None and m.author != agent:
@@ -127,7 +130,7 @@ def tail_messages(
         elif m.author == agent and not m.step:
             yield ModelResponse(parts=[TextPart(content=_head(m.text, page, s))], timestamp=m.at)
         else:
-            text = render(replace(m, text=_head(m.text, page, s)))
+            text = render(named(replace(m, text=_head(m.text, page, s)), names or {}))
             text += "".join(f" [{f.name}]" for f in m.files)
             ours = run is not None and m.id in run.recorded
             yield ModelRequest(

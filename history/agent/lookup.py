@@ -15,8 +15,10 @@ from dataclasses import dataclass, replace
 from .._checks import LARGEST, argument_text, optional_argument_text, whole, wrong
 from ..contract import Hit, Message, Stored, Summary, format_at
 from ..errors import NotFoundError
-from ..lines import cut, one_line, prefix, render, size
+from ..generations import current_hits, current_nodes
+from ..lines import cut, line_of, one_line, prefix, render, size
 from ..lines import label as label_of
+from ..names import Display, display, named, named_query
 from ..plugin import History
 from ..processors.weight import tokens
 
@@ -93,6 +95,7 @@ async def zoom(
         found = await history.store.summary(thread, level - 1, child, agent=tree)
         if found is not None:  # both exist when the parent does; a lost one is skipped
             lines.append(found)
+    lines = await current_nodes(history.store, thread, lines)
     text = "\n".join(f"{n.label}|{one_line(n.text)}" for n in lines)
     return Zoom(
         label=name, level=level, index=index, lines=tuple(lines), message=None, page=1, pages=1,
@@ -114,12 +117,24 @@ async def search(
     argument_text("query", query, empty=True)
     whole("limit", limit, low=1, high=10_000)
     hits = []
-    for hit in await history.store.search(thread, query, limit, agent=agent):
-        text = one_line(hit.text)
+    names = display(await history.store.names(thread), thread)
+    found = await history.store.search(thread, named_query(query, names), limit, agent=agent)
+    for hit in await current_hits(history.store, thread, found):
+        text = one_line(await _named_hit(history, hit, names))
         if size(text) > history.settings.line:
             text = cut(text, history.settings.line)
         hits.append(replace(hit, text=text))
     return hits
+
+
+async def _named_hit(history: History, hit: Hit, names: Display) -> str:
+    """A message's hit reads its header under the display names (a line's is stored so)."""
+    if not names or hit.message is None:
+        return hit.text
+    stored = await history.store.message(hit.message)
+    if stored is None or hit.text != line_of(stored.message):
+        return hit.text
+    return line_of(named(stored.message, names))
 
 
 async def recall_block(
@@ -186,7 +201,8 @@ async def _message(
     pages = _pages(m.text, page_bytes)
     if not 1 <= page <= len(pages):
         raise NotFoundError(f"message {name!r} has {len(pages)} page(s); there is no page {page!r}")
-    speaker = render(replace(m, text="")).removesuffix(": ")
+    names = display(await history.store.names(thread), thread)
+    speaker = render(named(replace(m, text=""), names)).removesuffix(": ")
     shown = [f"{name}|{speaker}, {format_at(m.at)}:", pages[page - 1]]
     if page == len(pages) and m.files:
         shown.append("[files: " + ", ".join(f.name for f in m.files) + "]")

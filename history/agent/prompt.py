@@ -31,6 +31,7 @@ from pydantic_ai.messages import (
 from .._checks import flag, whole, wrong
 from ..contract import Outline
 from ..errors import ConfigurationError
+from ..names import display
 from ..plugin import History
 from ._outline import outline_parts
 from ._tail import Run, merged, read_natives, read_tail, tail_after, tail_messages, unpaired
@@ -114,8 +115,9 @@ async def build(
     }
     # Nobody's view (agent None) pairs nothing: every step is text.
     paired = paired_calls(steps.values()) if agent is not None else set()
+    names = display(await history.store.names(thread), thread)
     while True:
-        messages = tail_messages(tail, steps, paired, agent, page, natives, run)
+        messages = tail_messages(tail, steps, paired, agent, page, natives, run, names)
         sent = merged([*head, *messages])
         # A result is sent as a tool part only in the request right after its call's response:
         # one that came later (after the agent spoke again) goes as text, with its call.

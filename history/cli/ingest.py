@@ -20,6 +20,7 @@ import anyio
 
 from ..errors import ConfigurationError, InputError
 from ..ingest import FORMATS
+from .naming import author_name, check_names, give_names
 from .options import (
     MAX_FAILURES,
     Commands,
@@ -58,6 +59,15 @@ def register(commands: Commands) -> None:
     ingest.add_argument("--thread", help="the thread of a one-conversation file (its name)")
     ingest.add_argument(
         "--skip-bad", action="store_true", help="ingest the good records when some are bad"
+    )
+    ingest.add_argument(
+        "--name",
+        dest="names",
+        action="append",
+        type=author_name,
+        default=[],
+        metavar="AUTHOR=NAME",
+        help="show AUTHOR (a role such as user) as NAME in every line and header; repeatable",
     )
     db_option(ingest)
     json_option(ingest)
@@ -105,9 +115,14 @@ async def _store_files(
     from .plan import plan_run
 
     plan = await plan_run(args.db, files, settings, given_budgets(args), rebuild=args.rebuild)
-    return await write_files(
+    if args.names:
+        await check_names(args.db, files, args.names)
+    code = await write_files(
         files, plan, args.db, args.skip_bad, as_json=args.json, max_failures=args.max_failures
     )
+    if code == 0 and args.names:
+        await give_names(args.db, args.names)
+    return code
 
 
 def _problems(files: Sequence[Parsed], *, skip: bool) -> bool:

@@ -55,6 +55,13 @@ def register(commands: Commands) -> None:
     zoom.add_argument(
         "--agent", default="", help="whose step tree a step label (s4+2) opens: that agent's"
     )
+    zoom.add_argument(
+        "--generation",
+        type=int,
+        metavar="N",
+        help="the node itself as it read in generation N (0: as first written; see "
+        "docs/generations.md)",
+    )
     db_option(zoom)
     json_option(zoom)
 
@@ -136,6 +143,9 @@ async def _prompt(history: History, thread: str, args: argparse.Namespace) -> No
 async def _zoom(history: History, thread: str, args: argparse.Namespace) -> None:
     from ..agent.lookup import zoom
 
+    if args.generation is not None:
+        await _zoom_generation(history, thread, args)
+        return
     opened = await zoom(history, thread, args.label, agent=args.agent or None, page=args.page)
     if args.json:
         print_json({
@@ -147,6 +157,21 @@ async def _zoom(history: History, thread: str, args: argparse.Namespace) -> None
         })  # fmt: skip
     else:
         sys.stdout.write(f"{opened.text}\n")
+
+
+async def _zoom_generation(history: History, thread: str, args: argparse.Namespace) -> None:
+    from ..agent.earlier import version
+    from ..lines import one_line
+
+    found = await version(history, thread, args.label, args.generation, agent=args.agent or None)
+    if args.json:
+        print_json({
+            "thread": thread, "label": found.label, "level": found.level, "index": found.index,
+            "generation": found.generation, "generations": list(found.generations),
+            "form": found.form, "fallback": found.fallback, "text": found.text,
+        })  # fmt: skip
+    else:
+        sys.stdout.write(f"{found.label}#{found.generation}|{one_line(found.text)}\n")
 
 
 async def _search(history: History, thread: str, args: argparse.Namespace) -> None:

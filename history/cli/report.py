@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..contract import About, Outline, Stored, Summary, format_at
 from ..errors import InputError, NotFoundError
+from ..generations import numbered
 from ..lines import label, line_of
 from ..settings import listed
 from ..store import Store
@@ -65,6 +66,8 @@ class Snapshot:
     """Its title and the settings it was built with, when the store has them."""
     steps: tuple[Summary, ...] = ()
     """The nodes of its agents' step trees (SPEC section 6a)."""
+    generation: Mapping[tuple[str, int, int], int] = field(default_factory=dict)
+    """The number of each node's current generation, by (agent, level, index); 0 if absent."""
 
     @property
     def figures(self) -> Figures:
@@ -88,12 +91,12 @@ async def snapshot(store: Store, thread: str) -> Snapshot:
     outline = await store.outline(thread)
     if outline is None:
         raise NotFoundError(f"no thread {thread!r} in {store.url!r}")
-    nodes = await store.summaries(thread)
+    nodes, generation = await numbered(store, thread, await store.summaries(thread))
     about = next(iter(await store.about(thread)), None)
     whole = await sent_whole(store, outline)
     return Snapshot(
         outline=outline, nodes=tuple(n for n in nodes if not n.agent), whole=whole,
-        about=about, steps=tuple(n for n in nodes if n.agent),
+        about=about, steps=tuple(n for n in nodes if n.agent), generation=generation,
     )  # fmt: skip
 
 
@@ -320,7 +323,8 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
         "figures": asdict(snap.figures) | {"fallbacks": fallbacks(snap)},
         "nodes": [
             {"label": n.label, "level": n.level, "index": n.index, "text": n.text,
-             "bytes": n.bytes, "at": format_at(n.at), "outline": (n.level, n.index) in shown}
+             "bytes": n.bytes, "at": format_at(n.at), "outline": (n.level, n.index) in shown,
+             "generation": snap.generation.get(("", n.level, n.index), 0)}
             for n in sorted(snap.nodes, key=lambda n: (n.index * 2**n.level, n.level))
         ],
         "outline": [

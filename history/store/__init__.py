@@ -8,13 +8,15 @@ writer (or an erase) makes it redo.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
 from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
 from ..errors import ConfigurationError
+from ..generated import Generation, Name
+from .changes import Change
 from .moves import Move
 from .records import Loaded, ThreadRecords
 
@@ -83,10 +85,51 @@ class Store(Protocol):
         *,
         lines_changed: bool,
         processed: Sequence[Stored],
+        change: Change | None = None,
     ) -> bool:
         """Write a batch in one transaction if the outline is still `before`; False if not.
         `processed` are the messages it processes (those after the committed outline's
-        position, up to `after`'s): they are indexed for search with it."""
+        position, up to `after`'s): they are indexed for search with it. `change`: the name
+        generations of the nodes it writes (docs/generations.md, section 3.4)."""
+        ...
+
+    async def names(self, thread: str | None = None) -> list[Name]:
+        """Every display name (None), or those that apply in `thread` (store-wide and its own)."""
+        ...
+
+    async def authors(self, thread: str | None = None) -> set[str]:
+        """Who the thread's messages (None: any message) are by or to."""
+        ...
+
+    async def author_threads(self, author: str) -> list[str]:
+        """The threads with a message by or to `author`, sorted."""
+        ...
+
+    async def generations(
+        self,
+        thread: str,
+        keys: Sequence[tuple[int, int]] | None = None,
+        *,
+        agent: str = "",
+        upto: int | None = None,
+    ) -> list[Generation]:
+        """The thread's generations after the first, by node and number; or, of each node
+        `keys` (level, index) of `agent`'s tree (`""`: the shared one) that has one, its newest
+        made by change `upto` (None: its newest)."""
+        ...
+
+    async def shown(self, thread: str) -> tuple[int, int]:
+        """`(made, shown)`: the thread's newest change, and the newest its outline has taken."""
+        ...
+
+    async def revise(self, thread: str, make: Callable[[ThreadRecords], Change | None]) -> bool:
+        """Read the thread whole and write the change `make` makes of it (None: none), in one
+        transaction that holds its outline: False when the store holds no outline of it."""
+        ...
+
+    async def change(self, before: Outline, change: Change) -> bool:
+        """Write a change to a thread's lines in one transaction, if its outline is still
+        `before` (its version is bumped); False if it moved or the thread was erased."""
         ...
 
     async def erase(self, thread: str) -> bool:

@@ -253,5 +253,18 @@ PLANNED: dict[str, Planned] = {
             "key_indexes": [1, 0],
         },
     ),
+    # Names and generations (docs/generations.md): read by every view, search and commit.
+    "thread names": _planned("thread_names", ("thread",), thread="t"),
+    "generation shown": _planned("generation_shown", ("thread",), thread="t"),
+    "show generations": _planned("show_generations", ("thread",), thread="t"),
+    "node generations": _planned(
+        "node_generations",
+        ("thread", "agent", "level", "idx"),
+        thread="t",
+        agent="",
+        keys="[[0, 1], [1, 0]]",
+        arrays={"levels": [0, 1], "indexes": [1, 0]},
+        upto=3,
+    ),
 }
 """Every statement run per message, per view, per zoom and per search, by name."""

@@ -16,6 +16,7 @@ from typing import Literal, TypeVar
 
 from ..contract import About, Ask, Outline, Stored, Summary
 from ..errors import ConflictError, StoreError
+from ..generated import Generation, Name
 from ..lines import node_id
 from .consistency import check_thread
 from .rows import Record, ask_from_row, call_key
@@ -58,6 +59,12 @@ class ThreadRecords:
     natives: Mapping[str, str] = field(default_factory=dict)
     """The provider's forms of the messages that have one, by id (see
     `History.message_created`): a load writes them with the messages it writes."""
+    generations: tuple[Generation, ...] = ()
+    """Its nodes' texts after their first (docs/generations.md), by node and number."""
+    names: tuple[Name, ...] = ()
+    """The display names that apply in it: its own, and the store-wide ones."""
+    shown: tuple[int, int] = (0, 0)
+    """Its newest change, and the newest its agents' outline has taken."""
 
 
 @dataclass(frozen=True, kw_only=True)

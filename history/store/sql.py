@@ -16,16 +16,19 @@ from processing one thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
+from functools import partial
+from typing import Any
 
 import anyio
 
 from .. import terms
 from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
 from ..errors import StoreError
-from . import ranking, records, rows
+from ..generated import Generation, Name
+from . import changes, ranking, records, rows
 from .adapter import Body, Database, Transaction
 from .moves import Move, move_from_row, move_row
 from .queries import Dialect
@@ -37,7 +40,7 @@ log = logging.getLogger(__name__)
 
 _ERASED = (
     "erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search",
-    "erase_moves",
+    "erase_moves", "erase_generations", "erase_generation_shown", "erase_names",
 )  # fmt: skip
 """What an erase deletes and counts, the outline first (see `queries.sql`)."""
 
@@ -219,6 +222,7 @@ class SQLStore:
         *,
         lines_changed: bool,
         processed: Sequence[Stored],
+        change: changes.Change | None = None,
     ) -> bool:
         update = {
             **rows.outline_update(after, lines_changed=lines_changed),
@@ -236,6 +240,11 @@ class SQLStore:
             await tx.executemany("insert_summary", [rows.summary_row(n) for n in written])
             await index_lines(tx, before.thread, written, language)
             await post(tx, before.thread, length=after.position + 1)
+            if change is not None:  # the name generations of the nodes it writes
+                await changes.write_generations(tx, before.thread, change.generations, now=False)
+                await changes.reindex(tx, before.thread, change.current, language)
+            if lines_changed:  # a cut or a fold: the outline takes the changes made since
+                await tx.execute("show_generations", thread=before.thread)
             if asks:
                 found = await tx.one("next_call", thread=before.thread)
                 first = 0 if found is None else found["n"]
@@ -378,8 +387,9 @@ class SQLStore:
                 )
                 for incoming in batch
             ]  # every plan first: a contradiction is refused before anything is written
-            for plan in plans:
+            for plan, incoming in zip(plans, batch, strict=True):
                 await apply(tx, plan, language)
+                await changes.carry_in(tx, incoming, language, clear=plan.clear)
             return plans
 
         plans = await self._sql.run(load, mode="write")
@@ -388,6 +398,39 @@ class SQLStore:
             written=sum(p.written for p in plans),
             skipped=sum(p.skipped for p in plans),
         )
+
+    async def names(self, thread: str | None = None) -> list[Name]:
+        return await self._sql.run(lambda tx: changes.read_names(tx, thread))
+
+    async def authors(self, thread: str | None = None) -> set[str]:
+        return await self._sql.run(lambda tx: changes.read_authors(tx, thread))
+
+    async def author_threads(self, author: str) -> list[str]:
+        return await self._sql.run(lambda tx: changes.read_author_threads(tx, author))
+
+    async def generations(
+        self, thread: str, keys: Sequence[tuple[int, int]] | None = None, **of: Any
+    ) -> list[Generation]:
+        return await self._sql.run(lambda tx: changes.read_generations(tx, thread, keys, **of))
+
+    async def shown(self, thread: str) -> tuple[int, int]:
+        return await self._sql.run(lambda tx: changes.shown(tx, thread))
+
+    async def change(self, before: Outline, change: changes.Change) -> bool:
+        language = self.language
+        try:
+            await self._sql.run(
+                lambda tx: changes.write_change(tx, before, change, language), mode="write"
+            )
+        except changes.Stale:
+            return False
+        return True
+
+    async def revise(
+        self, thread: str, make: Callable[[ThreadRecords], changes.Change | None]
+    ) -> bool:
+        body = partial(changes.revise, thread=thread, make=make, language=self.language)
+        return await self._sql.run(body, mode="write")
 
     def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
         return self._sql.claim(thread)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from ..contract import Summary
 from . import records, rows
 from .adapter import Transaction
+from .kept import generation_from_row, name_from_row
 from .records import ThreadRecords
 from .rows import Params, Record
 
@@ -113,6 +114,9 @@ async def thread_records(tx: Transaction, thread: str, *, lock: bool) -> ThreadR
     if row is None and not (messages or nodes or calls):
         return None
     about = await tx.one("about", thread=thread)
+    generations = await tx.fetch("generations", thread=thread)
+    names = await tx.fetch("thread_names", thread=thread)
+    shown = await tx.one("generation_shown", thread=thread)
     return ThreadRecords(
         thread=thread,
         messages=tuple(rows.stored_from_row(r) for r in messages),
@@ -121,6 +125,11 @@ async def thread_records(tx: Transaction, thread: str, *, lock: bool) -> ThreadR
         calls=tuple(records.call_from_row(r) for r in calls),
         about=None if about is None else rows.about_from_row(about),
         natives={r["id"]: r["native"] for r in natives},
+        generations=tuple(
+            sorted(map(generation_from_row, generations), key=lambda g: (*g.key, g.generation))
+        ),
+        names=tuple(sorted(map(name_from_row, names), key=lambda n: (n.thread, n.author))),
+        shown=(0, 0) if shown is None else (shown["made"], shown["shown"]),
     )
 
 

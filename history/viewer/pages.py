@@ -8,9 +8,10 @@ from urllib.parse import quote, urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..agent.earlier import Version, versions
 from ..agent.lookup import Zoom
 from ..contract import Stored
-from ..errors import NotFoundError
+from ..errors import InputError, NotFoundError
 from ..plugin import History
 from . import reading
 from .html import render
@@ -88,6 +89,7 @@ async def thread(request: Request, history: History) -> Response:
         outline=place(drawn.outline, drawn.span, top=None),
         boxes=place(drawn.boxes, drawn.span, top=drawn.top), height=height(drawn.top),
         children=[], thread=name, steps=steps,
+        generations=await _generations(history, name, label, agent) if label else (),
     )  # fmt: skip
 
 
@@ -103,11 +105,24 @@ async def open_node(request: Request, history: History) -> Response:
     shown = {(level, index) for level, index, _, _ in outline.lines}
     boxes = tuple(reading.Box(node=n, outline=(n.level, n.index) in shown) for n in zoomed.lines)
     top = max(outline.boundary.bit_length() - 1, 0)
+    earlier = await _generations(history, name, request.path_params["label"], agent)
     return render(
         request, "open.html", thread=name, zoomed=zoomed, agent=agent, href=href,
-        steps=await _steps(history, zoomed),
+        steps=await _steps(history, zoomed), generations=earlier,
         children=[] if agent else place(boxes, outline.boundary, top=top),
     )  # fmt: skip
+
+
+async def _generations(
+    history: History, thread: str, label: str, agent: str
+) -> tuple[Version, ...]:
+    """The generations of the line opened, when it has more than its first; a message still
+    whole has no line."""
+    try:
+        found = await versions(history, thread, label, agent=agent or None)
+    except (NotFoundError, InputError):
+        return ()
+    return found if len(found) > 1 else ()
 
 
 async def _steps(history: History, zoomed: Zoom | None) -> tuple[Stored, ...]:

@@ -1,0 +1,26 @@
+"""Rows of display names and generations (docs/generations.md), to data and back."""
+
+from __future__ import annotations
+
+from ..generated import Generation, Name
+from .rows import Params, Record
+
+
+def generation_row(g: Generation) -> Params:
+    return {
+        "thread": g.thread, "agent": g.agent, "level": g.level, "idx": g.index,
+        "generation": g.generation, "text": g.text, "bytes": g.bytes, "form": g.form,
+        "fallback": int(g.fallback), "made": g.made,
+    }  # fmt: skip
+
+
+def generation_from_row(row: Record) -> Generation:
+    return Generation(
+        thread=row["thread"], agent=row["agent"], level=row["level"], index=row["idx"],
+        generation=row["generation"], text=row["text"], bytes=row["bytes"], form=row["form"],
+        fallback=bool(row["fallback"]), made=row["made"],
+    )  # fmt: skip
+
+
+def name_from_row(row: Record) -> Name:
+    return Name(thread=row["thread"], author=row["author"], name=row["name"])
