@@ -125,7 +125,9 @@ def render(results: Results) -> str:
         "everyone else's messages.",
         f"- **Cost** in input-token equivalents: a cached token costs {c.prices.read}, a token "
         f"written to the cache {c.prices.write} (Anthropic-style only), any other 1. **Floor**: "
-        f"{c.prices.read} x the prompt + the turn's new tokens.",
+        f"{c.prices.read} x the prompt + the turn's new tokens, or after a pause longer than "
+        "the provider's cache lives the whole prompt at its write price (each provider's own: "
+        "Anthropic's entry is gone after 5 minutes, GPT-5.6's after 30).",
         f"- **Summarizers**: every strategy's is the same fake: a summary keeps "
         f"{c.behaviour.share:.0%} of the tokens it is asked to compress, at most "
         f"{c.behaviour.cap:,} tokens (and, for chat-outline, within the line limit it is told), "
@@ -169,7 +171,8 @@ def render(results: Results) -> str:
         if name in results.plots:
             out += [f"![{label}]({results.plots[name].name})", ""]
     header = ["strategy", "budget", "prompt", "peak", "prefix", "OpenAI read", "Anthropic read",
-              "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor", "summarizer",
+              "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor OpenAI / Anthropic",
+              "summarizer",
               "total Anthropic", "calls/msg", "in/msg", "out/msg", "recall", "search"]  # fmt: skip
     for expiring in (False, True):
         world = EXPIRING if expiring else FOREVER
@@ -258,7 +261,8 @@ def _row(r: Run) -> list[object]:
         _pct(r.share("prefix")),
         _pct(r.share("openai_read")), _pct(r.share("anthropic_read")),
         _pct(r.share("anthropic_write")), f"{r.mean('openai_cost'):,.0f}",
-        f"{r.mean('anthropic_cost'):,.0f}", f"{r.floor_ratio():.2f}", f"{r.summarizer:,.1f}",
+        f"{r.mean('anthropic_cost'):,.0f}",
+        f"{r.floor_ratio('openai_cost'):.2f} / {r.floor_ratio():.2f}", f"{r.summarizer:,.1f}",
         f"{r.total('anthropic_cost'):,.0f}",
         f"{r.per_message('calls'):.3f}", f"{r.per_message('input_tokens'):,.0f}",
         f"{r.per_message('output_tokens'):,.0f}", _pct(r.recall), _pct(r.search),

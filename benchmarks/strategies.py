@@ -189,9 +189,9 @@ class ChatHistoryNoGap(ChatHistory):
 
 class ChatHistoryCold(ChatHistory):
     """chat-outline with the cold cut at its provider's cache lifetime
-    (`for_budget(model="anthropic:claude-sonnet-4-5")`: 300 seconds): a control."""
+    (`for_budget(model="anthropic:claude-sonnet-5-5")`: 300 seconds): a control."""
 
-    model = "anthropic:claude-sonnet-4-5"
+    model = "anthropic:claude-sonnet-5-5"
 
 
 CORE: dict[str, Factory] = {

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from history.store import writes
 
 from .cache import OPENAI_MINIMUM
-from .cost import Run
+from .cost import FLOORS, Run
 from .scale import Scale
 from .speed import Throughput, ViewTime
 
@@ -51,7 +51,9 @@ def _ours(runs: Sequence[Run]) -> list[Run]:
 
 
 def cheapest(runs: Sequence[Run], reference: int, *, world: str = "") -> Target:
-    misses, checked = [], 0
+    misses: list[str] = []
+    wins: list[str] = []
+    checked = 0
     for ours in _ours(runs):
         others = [
             r
@@ -69,6 +71,7 @@ def cheapest(runs: Sequence[Run], reference: int, *, world: str = "") -> Target:
                         f"{ours.corpus} at {ours.budget:,}: {mine:,.0f} against "
                         f"{other.strategy}'s {theirs:,.0f} ({label}, {mine / theirs:.2f}x)"
                     )
+                    wins.append(peer_wins(ours, other, cost))
     numbers = f"{checked - len(misses)} of {checked} comparisons met"
     if misses:
         numbers += "; higher in: " + "; ".join(misses)
@@ -77,8 +80,64 @@ def cheapest(runs: Sequence[Run], reference: int, *, world: str = "") -> Target:
         f"peer's on every corpus{world}",
         met=not misses,
         numbers=numbers,
-        why=_cost_why(runs, reference) if misses else "",
+        why="Where a peer wins: " + " ".join(wins) + " " + _cost_why(runs, reference)
+        if misses
+        else "",
     )
+
+
+PARTS = ("its prompt's size", "the cache's misses", "the summarizer")
+
+
+def parts(run: Run, cost: str) -> tuple[float, float, float]:
+    """A run's cost per turn in three parts: its floor (what a prompt of its size costs at
+    best, after pauses the whole prompt written again), what it pays over the floor (the turns
+    that moved the prompt's start, and prompts too short to cache), and its summarizer."""
+    floor = run.mean(FLOORS[cost])
+    return floor, run.mean(cost) - floor, run.summarizer
+
+
+def peer_wins(ours: Run, other: Run, cost: str) -> str:
+    """Why `other` costs less per turn than chat-outline: the part of the cost where the gap
+    is largest, with the measurements that make it."""
+    mine, theirs = parts(ours, cost), parts(other, cost)
+    gaps = [m - t for m, t in zip(mine, theirs, strict=True)]
+    largest = max(range(len(PARTS)), key=gaps.__getitem__)
+    where = f"{other.strategy} on {ours.corpus} at {ours.budget:,} ({COSTS[cost]})"
+    split = ", ".join(
+        f"{name} {m:,.0f} against {t:,.0f}" for name, m, t in zip(PARTS, mine, theirs, strict=True)
+    )
+    if largest == 0:
+        because = (
+            f"its prompt is smaller: {other.mean('tokens'):,.0f} tokens on average against "
+            f"chat-outline's {ours.mean('tokens'):,.0f}"
+            + (
+                f", and after each of the {_cold(ours):,} pauses that outlast the cache the "
+                "whole prompt is written again"
+                if _cold(ours)
+                else ""
+            )
+        )
+    elif largest == 1:
+        moved = sum(n for kind, (n, _) in ours.breakdown.items() if kind != "grow")
+        because = (
+            f"chat-outline's prompt start moved at {moved:,} turns (each re-sending what follows "
+            "it at the write price), the peer's at "
+            f"{other.breakdown.get('break', (0, 0.0))[0]:,}"
+        )
+    else:
+        because = (
+            f"chat-outline's summarizer is asked {ours.per_message('calls'):.2f} times and "
+            f"{ours.per_message('input_tokens'):,.0f} tokens a message, the peer's "
+            f"{other.per_message('calls'):.3f} times and "
+            f"{other.per_message('input_tokens'):,.0f} tokens"
+        )
+    return f"{where}: per turn {split}; the gap is {PARTS[largest]}: {because}."
+
+
+def _cold(run: Run) -> int:
+    """Turns whose floor is the whole prompt written again: the pauses that outlast the cache."""
+    return sum(t.cold for t in run.turns)
 
 
 def near_floor(
@@ -317,9 +376,14 @@ def _recall_why() -> str:
     )
 
 
+AIM = 0.9
+"""The cold cut's aim on the human-paced corpus at `LARGE` tokens: 10% lower."""
+
+
 def cold(runs: Sequence[Run], *, paced: str = "synthetic") -> Target:
     """With caches that expire: the cold cut's cost against chat-outline's without it, lower on
-    the human-paced corpus and nowhere higher where no pause outlasts the cache."""
+    the human-paced corpus (by `AIM` at `LARGE` tokens) and nowhere higher where no pause
+    outlasts the cache."""
     pairs = [
         (ours, other)
         for ours in _ours(runs)
@@ -336,13 +400,37 @@ def cold(runs: Sequence[Run], *, paced: str = "synthetic") -> Target:
     ]
     worse = [f"{c} at {b:,}: {x:.3f}x" for c, b, x in ratios if c != paced and x > 1.0]
     lower = all(x < 1.0 for c, _, x in ratios if c == paced)
+    aimed = all(x <= AIM for c, b, x in ratios if (c, b) == (paced, LARGE))
     numbers = "; ".join(f"{c} at {b:,}: {x:.3f}x" for c, b, x in ratios)
+    met = bool(ratios) and lower and aimed and not worse
     return Target(
         goal=f"the cold cut lowers chat-outline's cost per turn on the human-paced corpus "
-        f"({paced}) and raises it nowhere else (caches that expire, Anthropic-style)",
-        met=bool(ratios) and lower and not worse,
+        f"({paced}), by {1 - AIM:.0%} at {LARGE:,} tokens, and raises it nowhere else (caches "
+        "that expire, Anthropic-style)",
+        met=met,
         numbers=numbers or "not run",
+        why="" if met else " ".join(_cold_why(ours, other) for ours, other in pairs),
     )
+
+
+def _cold_why(ours: Run, other: Run) -> str:
+    """What the cold cut changed in each part of the cost per turn, and in the moves."""
+    mine, theirs = parts(ours, "anthropic_cost"), parts(other, "anthropic_cost")
+    moved = {k: n for k, (n, _) in other.breakdown.items() if k != "grow"}
+    before = {k: n for k, (n, _) in ours.breakdown.items() if k != "grow"}
+    return (
+        f"{ours.corpus} at {ours.budget or 0:,}: with the cold cut "
+        + ", ".join(
+            f"{name} {t:,.0f} (without it {m:,.0f})"
+            for name, m, t in zip(PARTS, mine, theirs, strict=True)
+        )
+        + f"; moves {_kinds(moved)} (without it {_kinds(before)}), mean prompt "
+        f"{other.mean('tokens'):,.0f} tokens (without it {ours.mean('tokens'):,.0f})."
+    )
+
+
+def _kinds(counts: dict[str, int]) -> str:
+    return ", ".join(f"{kind} {n:,}" for kind, n in sorted(counts.items())) or "none"
 
 
 def evaluate(
