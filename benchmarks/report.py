@@ -206,10 +206,14 @@ def _retrieval(results: Results) -> list[str]:
         f"{c.questions} questions of each kind per conversation, each with the one message that "
         "answers it, worded unlike it: **forms** (three of its rarest words, one in another "
         "form of its stem), **date** (one of its words and its day in words), **reply** (the "
-        "words of a question, answered by the reply to it). Every conversation is spread over "
+        "words of a question, answered by the reply to it); and **fact**: each of the eight "
+        'facts planted in a conversation, asked by what it is called ("what was the booking '
+        'code?"), answered by the message that settled it. Every conversation is spread over '
         "weeks (a message every 5 hours) and processed with the echo summarizer, tail 2,000 to "
         "6,000 tokens, outline 8,000 to 16,000 bytes. *search* is the thread's search; *BM25* "
-        "rank-bm25's Okapi over the same messages, words lowercased, nothing stemmed. The time "
+        "rank-bm25's Okapi over the same messages, words lowercased, nothing stemmed; "
+        "*ConversationSearch* pydantic-ai-harness's tool over what its StepPersistence stored "
+        "(docs/benchmarks.md). The time "
         "is one thread's search (600 messages and the lines of their tree) in stores of "
         "threads like it; the recall block is what `view(..., recall=400)` would append for "
         "each question asked as the newest message.",

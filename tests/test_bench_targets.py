@@ -123,3 +123,34 @@ async def test_the_cost_benchmark_alone_writes_its_tables_and_targets(tmp_path: 
     assert any("with caches that expire" in g for g in goals)
     assert any(g.startswith("the cold cut") for g in goals)
     assert all(t.met or t.why for t in results.targets)
+
+
+def test_each_planted_fact_is_asked_and_answered_by_the_message_that_settled_it() -> None:
+    from benchmarks import corpora, retrieval
+
+    corpus = corpora.synthetic_corpus(300)
+    conversation, thread = corpus.conversations[0], retrieval.spread(corpus)[0]
+    asked = retrieval.fact_questions(conversation, thread)
+    by_id = {m.id: m for m in thread}
+    assert len(asked) == len(conversation.facts) == 8
+    for q, fact in zip(asked, conversation.facts, strict=True):
+        assert q.kind == "fact" and q.text == f"what was the {fact.cue}?"
+        assert fact.value in by_id[q.answer].text and fact.value not in q.text
+
+
+def test_the_lead_over_conversation_search_names_the_kinds_where_it_is_short() -> None:
+    from benchmarks.retrieval import PEER, Retrieval, Score, targets
+
+    def score(corpus: str, kind: str, method: str, top10: float) -> Score:
+        return Score(corpus=corpus, kind=kind, method=method, questions=10, found=(0, 0, top10))
+
+    scores = [
+        score("chitchat", "all", "search", 0.8), score("chitchat", "all", PEER, 0.4),
+        score("synthetic", "all", "search", 0.3), score("synthetic", "all", PEER, 0.2),
+        score("synthetic", "forms", "search", 0.2), score("synthetic", "forms", PEER, 0.0),
+        score("synthetic", "fact", "search", 1.0), score("synthetic", "fact", PEER, 1.0),
+    ]  # fmt: skip
+    lead = targets(Retrieval(scores=tuple(scores), timings=(), recalls=()), real=())[0]
+    assert not lead.met and lead.numbers == "chitchat: 80% against 40%; synthetic: 30% against 20%"
+    assert lead.why.startswith("on synthetic, by kind, forms 20% against 0%, fact 100% against")
+    assert "chitchat" not in lead.why
