@@ -97,6 +97,12 @@ def test_the_cold_target_holds_the_aim_at_16000_tokens() -> None:
     target = cold([*plain, shorter[0], nearly])
     assert not target.met and "synthetic at 16,000: 0.950x" in target.numbers
     assert "synthetic at 16,000: with the cold cut its prompt's size" in target.why
+    # At GPT-5.6's lifetime, judged on OpenAI's cost: ten minutes is no pause past it, and
+    # the shorter prompt is still cheaper.
+    openai = [replace(r, strategy="chat-outline-cold-openai") for r in shorter]
+    target = cold([*plain, *openai], strategy="chat-outline-cold-openai")
+    assert target.goal.endswith("(caches that expire, OpenAI-style)")
+    assert target.met and "synthetic at 16,000: 0.5" in target.numbers
 
 
 def test_the_cost_benchmark_runs_alone_on_the_budgets_and_corpora_named(tmp_path: Path) -> None:
