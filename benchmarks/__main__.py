@@ -1,5 +1,5 @@
-"""`python -m benchmarks [--out DIR] [--quick] [--only retrieval | --scale] [--postgres URL]
-[--jsonl FILE ...]`: run, report, plot."""
+"""`python -m benchmarks [--out DIR] [--quick] [--only cost | retrieval | --scale]
+[--budgets N,N] [--corpora NAME,NAME] [--postgres URL] [--jsonl FILE ...]`: run, report, plot."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ log = logging.getLogger("benchmarks")
 
 def corpora(config: Config) -> tuple[list[Corpus], dict[str, str]]:
     """The corpora this run uses, and those it cannot (a dataset package not installed)."""
-    found = [synthetic_corpus(config.synthetic)]
+    found = [synthetic_corpus(config.synthetic)] if config.synthetic else []
     skipped: dict[str, str] = {}
     for name, count, load in (
         ("chitchat", config.chitchat, chitchat_corpus),
@@ -157,6 +157,33 @@ async def run_retrieval(config: Config, out: Path, *, command: str) -> Results:
     return results
 
 
+async def run_cost(config: Config, out: Path, *, command: str) -> Results:
+    """Only the cost benchmark (`--only cost`): every strategy at every budget, both worlds,
+    with its targets and plots, in a report of its own."""
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    await anyio.Path(out).mkdir(parents=True, exist_ok=True)
+    found, skipped = corpora(config)
+    strategies, missing = available()
+    skipped.update(missing)
+    runs = await cost.run_all(
+        found, strategies, config.budgets, behaviour=config.behaviour, prices=config.prices
+    )
+    drawn = {
+        "cost_per_turn": plots.cost_per_turn(
+            runs, found[0].name, config.reference, out / "cost-per-turn.png"
+        ),
+        "cost_recall": plots.cost_recall(runs, out / "cost-recall.png"),
+    }
+    results = Results(
+        config=config, command=command, corpora=found, skipped=skipped, runs=runs,
+        targets=targets.evaluate(runs, (), (), reference=config.reference),
+        plots={name: path for name, path in drawn.items() if path is not None},
+        seconds=time.perf_counter() - started, load=load,
+    )  # fmt: skip
+    await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
+    return results
+
+
 def _scale(config: Config, folder: Path) -> Scale:
     log.info("the scale run: %d messages, one thread and %d", config.scale, config.scale_threads)
     return scale.in_process(
@@ -199,7 +226,17 @@ def parser() -> argparse.ArgumentParser:
         "--postgres", metavar="URL", help="also measure throughput on this PostgreSQL server"
     )
     top.add_argument(
-        "--only", choices=["retrieval"], help="run one benchmark alone: retrieval (search)"
+        "--only",
+        choices=["cost", "retrieval"],
+        help="run one benchmark alone: cost (and cache, recall) or retrieval (search)",
+    )
+    top.add_argument(
+        "--budgets", type=_numbers, help="the cost benchmark's budgets, e.g. 16000,32000"
+    )
+    top.add_argument(
+        "--corpora",
+        type=lambda text: tuple(text.split(",")),
+        help="only these corpora, e.g. synthetic,chitchat (the --jsonl files always run)",
     )
     top.add_argument(
         "--jsonl", type=Path, action="append", default=[], help="more conversations (JSONL)"
@@ -209,6 +246,29 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--share", type=float, default=Behaviour().share, help="summary share")
     top.add_argument("--cap", type=int, default=Behaviour().cap, help="summary cap in tokens")
     return top
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    try:
+        numbers = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not numbers: {text!r}") from None
+    if not numbers or min(numbers) <= 0:
+        raise argparse.ArgumentTypeError(f"budgets are positive token counts: {text!r}")
+    return numbers
+
+
+def _only(config: Config, names: tuple[str, ...]) -> Config:
+    """`config` with only the corpora `names` (of synthetic, chitchat, sharegpt)."""
+    unknown = set(names) - {"synthetic", "chitchat", "sharegpt"}
+    if unknown:
+        raise SystemExit(f"unknown corpus {sorted(unknown)[0]!r}: synthetic, chitchat, sharegpt")
+    return replace(
+        config,
+        synthetic=config.synthetic if "synthetic" in names else 0,
+        chitchat=config.chitchat if "chitchat" in names else 0,
+        sharegpt=config.sharegpt if "sharegpt" in names else 0,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -223,11 +283,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         behaviour=Behaviour(share=args.share, cap=args.cap),
         postgres=args.postgres,
     )
+    if args.budgets:
+        reference = config.reference if config.reference in args.budgets else args.budgets[0]
+        config = replace(config, budgets=args.budgets, reference=reference)
+    if args.corpora:
+        config = _only(config, args.corpora)
     if args.scale and not config.scale:
         config = replace(config, scale=10_000, scale_slice=1_000, scale_threads=100,
                          scale_checkpoints=(1_000, 10_000))  # fmt: skip
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
-    chosen = run_scale if args.scale else run_retrieval if args.only == "retrieval" else run
+    chosen = {"cost": run_cost, "retrieval": run_retrieval}.get(args.only or "", run)
+    chosen = run_scale if args.scale else chosen
     results = anyio.run(lambda: chosen(config, args.out, command=command))
     for target in results.targets:
         print(f"{'met   ' if target.met else 'MISSED'}  {target.goal}")

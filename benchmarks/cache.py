@@ -13,7 +13,8 @@ marks after some of them. Each turn is measured against the turns before it:
 - *cost* in input-token equivalents: read tokens at the cache-read price, written tokens at the
   provider's write price, the rest at 1;
 - *floor*: the cache-read price times the prompt, plus the turn's new tokens (after a pause
-  longer than the cache lives, the whole prompt at the write price).
+  longer than the cache lives, the whole prompt at the write price); each provider has its
+  own, since their caches live for different times.
 
 Two `World`s: `FOREVER`, where entries never expire and OpenAI caches implicitly, and
 `EXPIRING`, where each turn carries its message's time and an entry expires once unused for
@@ -99,6 +100,13 @@ class Turn:
     openai_cost: float
     anthropic_cost: float
     floor: float
+    """The least `anthropic_cost` could be (see the module docstring)."""
+    cold: bool = False
+    """The turn came after a pause longer than Anthropic's cache lives: its floor is the whole
+    prompt written again."""
+    openai_floor: float
+    """The least `openai_cost` could be: the same, after a pause longer than OpenAI's cache
+    lives (with caches that expire; never with its implicit cache that never does)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +147,7 @@ FOREVER = World(
 )
 EXPIRING = World(
     name="caches that expire",
-    anthropic=Marked.of("anthropic:claude-sonnet-4-5", lookback=ANTHROPIC_LOOKBACK),
+    anthropic=Marked.of("anthropic:claude-sonnet-5-5", lookback=ANTHROPIC_LOOKBACK),
     openai=Marked.of("openai:gpt-5.6", lookback=None),
 )
 """Anthropic's 5-minute cache (its default) and OpenAI's GPT-5.6 explicit breakpoints (30
@@ -206,6 +214,7 @@ class Meter:
             openai_read, openai_write = self._openai.turn(ends, prompt.marks, prefix, at)
             premium = w.openai.write or self.prices.write
         cold = self._anthropic.expired(self._at, at)
+        openai_cold = self._openai is not None and self._openai.expired(self._at, at)
         self._blocks, self._at = prompt.blocks, at
 
         read, write = self.prices.read, w.anthropic.write or self.prices.write
@@ -223,6 +232,8 @@ class Meter:
             + write * anthropic_write
             + (tokens - anthropic_read - anthropic_write),
             floor=write * tokens if cold else read * tokens + new,
+            openai_floor=premium * tokens if openai_cold else read * tokens + new,
+            cold=cold,
         )
 
     def _prefix(self, blocks: tuple[str, ...], sizes: list[int]) -> int:

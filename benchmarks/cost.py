@@ -22,6 +22,10 @@ from .strategies import UNBUDGETED, Factory, Setup, block
 log = logging.getLogger(__name__)
 
 
+FLOORS = {"anthropic_cost": "floor", "openai_cost": "openai_floor"}
+"""The floor each cost is measured against."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Run:
     """One strategy at one budget over every conversation of a corpus."""
@@ -86,9 +90,9 @@ class Run:
         return float(getattr(self.usage, attribute)) / max(len(self.turns), 1)
 
     def floor_ratio(self, attribute: str = "anthropic_cost") -> float:
-        """Mean cost over mean floor."""
+        """Mean cost over mean floor, the floor of the cost's provider."""
         cost = float(sum(getattr(t, attribute) for t in self.turns))
-        return cost / max(sum(t.floor for t in self.turns), 1e-9)
+        return cost / max(self.mean(FLOORS[attribute]) * len(self.turns), 1e-9)
 
 
 async def run_one(

@@ -125,7 +125,9 @@ def render(results: Results) -> str:
         "everyone else's messages.",
         f"- **Cost** in input-token equivalents: a cached token costs {c.prices.read}, a token "
         f"written to the cache {c.prices.write} (Anthropic-style only), any other 1. **Floor**: "
-        f"{c.prices.read} x the prompt + the turn's new tokens.",
+        f"{c.prices.read} x the prompt + the turn's new tokens, or after a pause longer than "
+        "the provider's cache lives the whole prompt at its write price (each provider's own: "
+        "Anthropic's entry is gone after 5 minutes, GPT-5.6's after 30).",
         f"- **Summarizers**: every strategy's is the same fake: a summary keeps "
         f"{c.behaviour.share:.0%} of the tokens it is asked to compress, at most "
         f"{c.behaviour.cap:,} tokens (and, for chat-outline, within the line limit it is told), "
@@ -169,7 +171,8 @@ def render(results: Results) -> str:
         if name in results.plots:
             out += [f"![{label}]({results.plots[name].name})", ""]
     header = ["strategy", "budget", "prompt", "peak", "prefix", "OpenAI read", "Anthropic read",
-              "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor", "summarizer",
+              "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor OpenAI / Anthropic",
+              "summarizer",
               "total Anthropic", "calls/msg", "in/msg", "out/msg", "recall", "search"]  # fmt: skip
     for expiring in (False, True):
         world = EXPIRING if expiring else FOREVER
@@ -203,10 +206,14 @@ def _retrieval(results: Results) -> list[str]:
         f"{c.questions} questions of each kind per conversation, each with the one message that "
         "answers it, worded unlike it: **forms** (three of its rarest words, one in another "
         "form of its stem), **date** (one of its words and its day in words), **reply** (the "
-        "words of a question, answered by the reply to it). Every conversation is spread over "
+        "words of a question, answered by the reply to it); and **fact**: each of the eight "
+        'facts planted in a conversation, asked by what it is called ("what was the booking '
+        'code?"), answered by the message that settled it. Every conversation is spread over '
         "weeks (a message every 5 hours) and processed with the echo summarizer, tail 2,000 to "
         "6,000 tokens, outline 8,000 to 16,000 bytes. *search* is the thread's search; *BM25* "
-        "rank-bm25's Okapi over the same messages, words lowercased, nothing stemmed. The time "
+        "rank-bm25's Okapi over the same messages, words lowercased, nothing stemmed; "
+        "*ConversationSearch* pydantic-ai-harness's tool over what its StepPersistence stored "
+        "(docs/benchmarks.md). The time "
         "is one thread's search (600 messages and the lines of their tree) in stores of "
         "threads like it; the recall block is what `view(..., recall=400)` would append for "
         "each question asked as the newest message.",
@@ -258,7 +265,8 @@ def _row(r: Run) -> list[object]:
         _pct(r.share("prefix")),
         _pct(r.share("openai_read")), _pct(r.share("anthropic_read")),
         _pct(r.share("anthropic_write")), f"{r.mean('openai_cost'):,.0f}",
-        f"{r.mean('anthropic_cost'):,.0f}", f"{r.floor_ratio():.2f}", f"{r.summarizer:,.1f}",
+        f"{r.mean('anthropic_cost'):,.0f}",
+        f"{r.floor_ratio('openai_cost'):.2f} / {r.floor_ratio():.2f}", f"{r.summarizer:,.1f}",
         f"{r.total('anthropic_cost'):,.0f}",
         f"{r.per_message('calls'):.3f}", f"{r.per_message('input_tokens'):,.0f}",
         f"{r.per_message('output_tokens'):,.0f}", _pct(r.recall), _pct(r.search),

@@ -11,7 +11,9 @@ enough:
   about the invoice on Tuesday, February 3rd, 2026?"), the word being in a few other messages
   too;
 - `reply`: two words of a question someone asked, drawn at random, the answer being the reply
-  to it (which holds none of them).
+  to it (which holds none of them);
+- `fact`: each fact planted in a conversation (`corpora.Fact`), asked by what it is called
+  ("what was the booking code?"), the answer being the message that settled it.
 
 Each conversation is spread over weeks (a message every few hours), stored and processed with
 the echo summarizer and budgets that make the tree deep (tail 2,000 to 6,000 tokens, outline
@@ -47,7 +49,7 @@ from history.settings import HistorySettings
 from history.store import open_store
 from history.store.records import ThreadRecords
 
-from .corpora import START, Corpus
+from .corpora import START, Conversation, Corpus
 from .speed import postgres_schema
 from .targets import Target
 
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KINDS = ("forms", "date", "reply")
+KINDS = ("forms", "date", "reply", "fact")
 PEER = "conversation-search"
 """pydantic-ai-harness's `ConversationSearch` (`harness_search`), where it is installed."""
 DEPTHS = (1, 5, 10)
@@ -186,6 +188,17 @@ def questions(thread: list[Message], rng: random.Random, per_kind: int) -> list[
     return found
 
 
+def fact_questions(conversation: Conversation, thread: list[Message]) -> list[Question]:
+    """A question for each fact planted in `conversation`, answered by the message that
+    settled it."""
+    found = []
+    for fact in conversation.facts:
+        said = f"the {fact.cue} is {fact.value}"
+        settled = next(m for m in thread if said in m.text)
+        found.append(_question(settled, "fact", f"what was the {fact.cue}?"))
+    return found
+
+
 def _named(m: Message, rng: random.Random) -> str:
     """The message's day in words, in one of the ways people write a date."""
     day, month, year, weekday = terms.date_words(m.at).split()
@@ -257,6 +270,11 @@ async def scores(
         threads = spread(corpus)
         rng = random.Random(seed)
         asked = [q for thread in threads for q in questions(thread, rng, per_kind)]
+        asked += [
+            q
+            for conversation, thread in zip(corpus.conversations, threads, strict=True)
+            for q in fact_questions(conversation, thread)
+        ]
         path = folder / f"retrieval-{corpus.name}.sqlite"
         log.info("retrieval: %s, %d questions", corpus.name, len(asked))
         async with History(SETTINGS, store=str(path), pause=0.0) as history:
@@ -551,14 +569,30 @@ def _against_peer(retrieval: Retrieval, *, lead: float = 0.15) -> list[Target]:
     if not pairs:
         return []
     leads = [(c, ours.found[-1], theirs.found[-1]) for c, ours, theirs in pairs]
+    short = [c for c, a, b in leads if a - b < lead]
+    by = {(s.corpus, s.kind, s.method): s.found[-1] for s in retrieval.scores}
+    kinds = "; ".join(
+        f"on {c}, by kind, "
+        + ", ".join(
+            f"{kind} {by[(c, kind, 'search')]:.0%} against {by[(c, kind, PEER)]:.0%}"
+            for kind in KINDS
+            if (c, kind, PEER) in by and (c, kind, "search") in by
+        )
+        for c in short
+    )
     return [
         Target(
             goal=f"search: the answer in the top 10 at least {lead:.0%} points more often than "
-            "pydantic-ai-harness's ConversationSearch, on every corpus",
-            met=all(a - b >= lead for _, a, b in leads),
+            "pydantic-ai-harness's ConversationSearch, on every corpus (the generated "
+            "questions and the planted facts)",
+            met=not short,
             numbers="; ".join(f"{c}: {a:.0%} against {b:.0%}" for c, a, b in leads),
-            why="ConversationSearch ranks the words as they are (no stems, no dates, no "
-            "neighbours); where it comes close, the questions' words are the message's own.",
+            why=f"{kinds}. ConversationSearch ranks the words as they are (no stems, no dates, "
+            "no neighbours): search leads where a question's words are other forms of the "
+            "message's, name its day, or are the question it answers. The two are level where "
+            "neither finds the message (its words are in many others alike, as in the synthetic "
+            "chat's sentences, made from a few templates and a small vocabulary) or both do (a "
+            "planted fact asked by the words that settled it).",
         )
     ]
 

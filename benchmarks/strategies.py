@@ -189,14 +189,22 @@ class ChatHistoryNoGap(ChatHistory):
 
 class ChatHistoryCold(ChatHistory):
     """chat-outline with the cold cut at its provider's cache lifetime
-    (`for_budget(model="anthropic:claude-sonnet-4-5")`: 300 seconds): a control."""
+    (`for_budget(model="anthropic:claude-sonnet-5-5")`: 300 seconds): a control."""
 
-    model = "anthropic:claude-sonnet-4-5"
+    model = "anthropic:claude-sonnet-5-5"
+
+
+class ChatHistoryColdOpenAI(ChatHistory):
+    """chat-outline with the cold cut at GPT-5.6's cache lifetime
+    (`for_budget(model="openai:gpt-5.6")`: 1,800 seconds), judged on OpenAI's cost: a control."""
+
+    model = "openai:gpt-5.6"
 
 
 CORE: dict[str, Factory] = {
     "chat-outline": ChatHistory,
     "chat-outline-cold": ChatHistoryCold,
+    "chat-outline-cold-openai": ChatHistoryColdOpenAI,
     "chat-outline-no-gap": ChatHistoryNoGap,
     "full-history": FullHistory,
     "rolling-window": RollingWindow,

@@ -37,7 +37,7 @@ async def summary_framing() -> tuple[str, str]:
     and Anthropic). Read once, from the request an offline Anthropic model records."""
     global _framing
     if _framing is None:
-        llm, wire = recording_model("anthropic:claude-sonnet-4-5")
+        llm, wire = recording_model("anthropic:claude-sonnet-5-5")
         earlier = ModelRequest(parts=[CompactionPart(content=_SENTINEL)])
         await Agent(llm).run(
             "next", message_history=[earlier, ModelResponse(parts=[TextPart("ok")])]

@@ -42,10 +42,13 @@ def test_a_cache_expires_after_the_providers_retention_and_bills_its_write_premi
     assert cold.anthropic_read == 0 and cold.anthropic_write == cold.tokens
     assert cold.openai_read == warm.tokens
     assert cold.floor == pytest.approx(1.25 * cold.tokens)  # all of it written again
+    # OpenAI's floor is its own: its entry lives on, so only the new tokens are paid in full.
+    assert cold.openai_floor == pytest.approx(0.1 * cold.tokens + 2)
     days = meter.measure(
         Prompt(blocks=(HEAD, "a", "b"), marks=(3,)), new=0, at=later + timedelta(days=1)
     )
     assert days.openai_read == 0 and days.anthropic_read == 0
+    assert days.openai_floor == pytest.approx(1.25 * days.tokens) == days.floor
     # An entry read is refreshed: read every four minutes, it never expires.
     again = Meter(world=EXPIRING)
     for k in range(5):

@@ -24,6 +24,7 @@ from benchmarks.fakes import Behaviour, compress, salient
 from benchmarks.strategies import (
     ChatHistory,
     ChatHistoryCold,
+    ChatHistoryColdOpenAI,
     ChatHistoryNoGap,
     FullHistory,
     Setup,
@@ -117,6 +118,8 @@ def test_chat_outline_runs_the_settings_a_user_gets_for_each_budget() -> None:
         assert ChatHistoryNoGap(setup).history.settings == given.with_changes(cut_gap=False)
         cold = ChatHistoryCold(setup).history.settings
         assert cold == given.with_changes(cold=300.0)  # Anthropic's cache lifetime
+        openai = ChatHistoryColdOpenAI(setup).history.settings
+        assert openai == given.with_changes(cold=1_800.0)  # GPT-5.6's
 
 
 @pytest.mark.anyio
@@ -192,8 +195,8 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     # the retrieval target (no budget here is large enough for the floor with caches that
     # expire).
     # and beside harness's ConversationSearch, the lead over it.
-    # The cold cut's target too.
-    assert len(results.targets) == 7 + real + installed("pydantic_ai_harness")
+    # The cold cut's targets too, at Anthropic's cache lifetime and at GPT-5.6's.
+    assert len(results.targets) == 8 + real + installed("pydantic_ai_harness")
     cold = next(t for t in results.targets if t.goal.startswith("the cold cut"))
     assert "synthetic at 2,000" in cold.numbers
 
