@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 
-from . import cost, latency, plots, retrieval, scale, speed, startup, targets
+from . import cost, latency, plots, retrieval, scale, size, speed, startup, targets
 from .cache import Prices
 from .config import FULL, QUICK, Config
 from .corpora import Corpus, chitchat_corpus, jsonl_corpus, sharegpt_corpus, synthetic_corpus
@@ -85,6 +85,7 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
         log.info("start-up of the command, %d runs each", config.startup)
         startups = startup.measure(folder, repeats=config.startup) if config.startup else []
         found_retrieval = await _retrieval(config, found, folder)
+        sizes = await size.measure(found, folder, postgres=config.postgres)
         grown = _scale(config, folder) if config.scale else None
     drawn = {
         "cost_per_turn": plots.cost_per_turn(
@@ -116,8 +117,10 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
             ),
             *([startup.target(startups)] if startups else []),
             *retrieval.targets(found_retrieval, real=_real(found)),
+            size.target(sizes),
         ],
         retrieval=found_retrieval,
+        sizes=sizes,
         startups=startups,
         postgres=postgres,
         scale=grown,
@@ -152,6 +155,21 @@ async def run_retrieval(config: Config, out: Path, *, command: str) -> Results:
         config=config, command=command, corpora=found, skipped=skipped, runs=[],
         retrieval=measured, targets=retrieval.targets(measured, real=_real(found)),
         seconds=time.perf_counter() - started, load=load,
+    )  # fmt: skip
+    await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
+    return results
+
+
+async def run_size(config: Config, out: Path, *, command: str) -> Results:
+    """Only the store-size benchmark (`--only size`), written into `out` as its report."""
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    await anyio.Path(out).mkdir(parents=True, exist_ok=True)
+    found, skipped = corpora(config)
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        sizes = await size.measure(found, Path(scratch), postgres=config.postgres)
+    results = Results(
+        config=config, command=command, corpora=found, skipped=skipped, runs=[], sizes=sizes,
+        targets=[size.target(sizes)], seconds=time.perf_counter() - started, load=load,
     )  # fmt: skip
     await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
     return results
@@ -199,7 +217,9 @@ def parser() -> argparse.ArgumentParser:
         "--postgres", metavar="URL", help="also measure throughput on this PostgreSQL server"
     )
     top.add_argument(
-        "--only", choices=["retrieval"], help="run one benchmark alone: retrieval (search)"
+        "--only",
+        choices=["retrieval", "size"],
+        help="run one benchmark alone: retrieval (search), size (the store against its input)",
     )
     top.add_argument(
         "--jsonl", type=Path, action="append", default=[], help="more conversations (JSONL)"
@@ -227,7 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = replace(config, scale=10_000, scale_slice=1_000, scale_threads=100,
                          scale_checkpoints=(1_000, 10_000))  # fmt: skip
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
-    chosen = run_scale if args.scale else run_retrieval if args.only == "retrieval" else run
+    chosen = (
+        run_scale if args.scale
+        else {"retrieval": run_retrieval, "size": run_size}.get(args.only or "", run)
+    )  # fmt: skip
     results = anyio.run(lambda: chosen(config, args.out, command=command))
     for target in results.targets:
         print(f"{'met   ' if target.met else 'MISSED'}  {target.goal}")

@@ -37,9 +37,10 @@ ORDER BY thread COLLATE "C", agent COLLATE "C", level, idx;
 SELECT idx, at FROM message WHERE thread = :thread AND NOT step AND idx = ANY(:indexes::bigint[]);
 
 -- name: all_calls
-SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
-       output_tokens, agent
-FROM call ORDER BY thread COLLATE "C", n;
+SELECT c.thread, c.key, c.n, coalesce(m.model, c.model) AS model, c.level, c.idx, c.prompts,
+       c.answers, c.line, c.outcome, c.input_tokens, c.output_tokens, c.agent, c.packed
+FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
+ORDER BY c.thread COLLATE "C", c.n;
 
 -- name: threads
 -- A thread's outline row is written in the transaction of its first message, so the outlines

@@ -199,27 +199,36 @@ WHERE thread = :thread AND NOT step AND idx IN (SELECT value FROM json_each(:ind
 -- The thread's next call number, read from the end of the (thread, n) index.
 SELECT coalesce(max(n), -1) + 1 AS n FROM call WHERE thread = :thread;
 
+-- name: insert_call_model
+-- A model key that calls are recorded under, kept once (`call_packed.sql`).
+INSERT INTO call_model (key, model) VALUES (:model_key, :model) ON CONFLICT (key) DO NOTHING;
+
 -- name: insert_call
--- Record a call. A pin keeps its first answers, but a fallback (an ask that kept failing) gives
--- way to the answers of the same request asked again, so a replay then gives the answered line.
+-- Record a call, its prompts, answers and line packed (`call_packed.sql`). A pin keeps its
+-- first answers, but a fallback (an ask that kept failing) gives way to the answers of the same
+-- request asked again, so a replay then gives the answered line.
 INSERT INTO call (thread, key, n, model, level, idx, prompts, answers, line, outcome,
-                  input_tokens, output_tokens, agent)
-VALUES (:thread, :key, :n, :model, :level, :idx, :prompts, :answers, :line, :outcome,
-        :input_tokens, :output_tokens, :agent)
+                  input_tokens, output_tokens, agent, packed, model_key)
+VALUES (:thread, :key, :n, '', :level, :idx, '', '', '', :outcome,
+        :input_tokens, :output_tokens, :agent, :packed, :model_key)
 ON CONFLICT (thread, key) DO UPDATE SET
     answers = excluded.answers, line = excluded.line, outcome = excluded.outcome,
-    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens
+    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+    packed = excluded.packed
 WHERE call.outcome = 'fallback' AND excluded.outcome <> 'fallback';
 
 -- name: calls
-SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
-       output_tokens, agent
-FROM call WHERE thread = :thread ORDER BY n;
+-- A thread's calls, each with its model key (kept once, or in the row as before `call_packed`).
+SELECT c.thread, c.key, c.n, coalesce(m.model, c.model) AS model, c.level, c.idx, c.prompts,
+       c.answers, c.line, c.outcome, c.input_tokens, c.output_tokens, c.agent, c.packed
+FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
+WHERE c.thread = :thread ORDER BY c.n;
 
 -- name: all_calls
-SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
-       output_tokens, agent
-FROM call ORDER BY thread, n;
+SELECT c.thread, c.key, c.n, coalesce(m.model, c.model) AS model, c.level, c.idx, c.prompts,
+       c.answers, c.line, c.outcome, c.input_tokens, c.output_tokens, c.agent, c.packed
+FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
+ORDER BY c.thread, c.n;
 
 -- name: erase_outline
 -- An erase deletes the outline first: on PostgreSQL its row lock waits for a commit in flight,

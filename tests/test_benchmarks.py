@@ -192,8 +192,11 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     # the retrieval target (no budget here is large enough for the floor with caches that
     # expire).
     # and beside harness's ConversationSearch, the lead over it.
-    # The cold cut's target too.
-    assert len(results.targets) == 7 + real + installed("pydantic_ai_harness")
+    # The cold cut's target too, and the store's size against its input.
+    assert len(results.targets) == 8 + real + installed("pydantic_ai_harness")
+    assert "## Store size" in report and any(
+        t.goal.startswith("a store is") for t in results.targets
+    )
     cold = next(t for t in results.targets if t.goal.startswith("the cold cut"))
     assert "synthetic at 2,000" in cold.numbers
 

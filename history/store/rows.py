@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -49,6 +50,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0019_search_corpus", "search_corpus.sql"),
     ("0020_fallback", "fallback.sql"),
     ("0036_move", "move.sql"),
+    ("0050_call_packed", "call_packed.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
@@ -273,26 +275,44 @@ def call_key(model: str, prompts: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps([model, list(prompts)]).encode("utf-8")).hexdigest()
 
 
+def model_digest(model: str) -> str:
+    """The key a model key is kept once under (`call_model`)."""
+    return hashlib.blake2b(model.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def pack(ask: Ask) -> bytes:
+    """A call's prompts, answers and line as its `packed` column holds them: one JSON array,
+    compressed (its prompts repeat the instructions and the lines it asks about)."""
+    whole = [list(ask.prompts), list(ask.answers), ask.line]
+    return zlib.compress(json.dumps(whole, ensure_ascii=False).encode("utf-8"))
+
+
 def call_row(ask: Ask, model: str, n: int) -> Params:
+    """The parameters of `insert_call_model` and `insert_call`."""
     return {
         "thread": ask.thread, "key": call_key(model, ask.prompts), "n": n, "model": model,
-        "level": ask.level, "idx": ask.index,
-        "prompts": json.dumps(list(ask.prompts), ensure_ascii=False),
-        "answers": json.dumps(list(ask.answers), ensure_ascii=False),
-        "line": ask.line, "outcome": ask.outcome, "input_tokens": ask.input_tokens,
+        "model_key": model_digest(model), "level": ask.level, "idx": ask.index,
+        "packed": pack(ask), "outcome": ask.outcome, "input_tokens": ask.input_tokens,
         "output_tokens": ask.output_tokens, "agent": ask.agent,
     }  # fmt: skip
 
 
 def ask_from_row(row: Record) -> Ask:
+    """A call from its row: packed, or whole as the rows written before `call_packed` are."""
+    packed = row["packed"]
+    if packed is not None:
+        prompts, answers, line = json.loads(zlib.decompress(packed).decode("utf-8"))
+    else:
+        prompts, answers = json.loads(row["prompts"]), json.loads(row["answers"])
+        line = row["line"]
     return Ask(
         thread=row["thread"],
         agent=row["agent"],
         level=row["level"],
         index=row["idx"],
-        prompts=tuple(json.loads(row["prompts"])),
-        answers=tuple(json.loads(row["answers"])),
-        line=row["line"],
+        prompts=tuple(prompts),
+        answers=tuple(answers),
+        line=line,
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
         outcome=row["outcome"],

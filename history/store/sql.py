@@ -31,7 +31,7 @@ from .moves import Move, move_from_row, move_row
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
 from .searching import SearchReads
-from .writes import apply, foreign, index_lines, index_thread, post, thread_records
+from .writes import apply, foreign, index_lines, index_thread, insert_calls, post, thread_records
 
 log = logging.getLogger(__name__)
 
@@ -239,9 +239,8 @@ class SQLStore:
             if asks:
                 found = await tx.one("next_call", thread=before.thread)
                 first = 0 if found is None else found["n"]
-                await tx.executemany(
-                    "insert_call",
-                    [rows.call_row(ask, model, first + k) for k, ask in enumerate(asks)],
+                await insert_calls(
+                    tx, [rows.call_row(ask, model, first + k) for k, ask in enumerate(asks)]
                 )
 
         try:

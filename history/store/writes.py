@@ -59,6 +59,15 @@ async def store_message(tx: Transaction, message: Params, outline: Params) -> Re
     return placed
 
 
+async def insert_calls(tx: Transaction, calls: Sequence[Params]) -> None:
+    """Record calls (`rows.call_row`), their model keys kept once."""
+    if not calls:
+        return
+    models = {c["model_key"]: c for c in calls}
+    await tx.executemany("insert_call_model", list(models.values()))
+    await tx.executemany("insert_call", calls)
+
+
 async def post(tx: Transaction, thread: str, *, length: int | None = None) -> None:
     """Write the postings of the thread's search rows that wait for them: all of them, or, given
     the thread's `length` in messages, only when they are `due` (lines do not count: they go
@@ -150,7 +159,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
     await tx.executemany("insert_summary", [rows.summary_row(node) for node in plan.summaries])
     await index_lines(tx, plan.thread, plan.summaries, language)
     await post(tx, plan.thread)
-    await tx.executemany("insert_call", [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
+    await insert_calls(tx, [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
     if plan.write == "create":
         row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)
         await tx.execute("new_outline", **row)
