@@ -51,6 +51,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0020_fallback", "fallback.sql"),
     ("0036_move", "move.sql"),
     ("0050_call_packed", "call_packed.sql"),
+    ("0051_search_compact", "search_compact.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
@@ -153,7 +154,7 @@ def stored_from_row(row: Record) -> Stored:
         text=_legacy(row["text"]),
         at=datetime.fromisoformat(row["at"]),
         step=bool(row["step"]),
-        files=tuple(File(**{**f, "name": _legacy(f["name"])}) for f in json.loads(row["files"])),
+        files=_files(row["files"]),
     )
     return Stored(
         message=message,
@@ -162,6 +163,21 @@ def stored_from_row(row: Record) -> Stored:
         weight=row["weight"],
         step_index=row["sidx"],
     )
+
+
+def message_line(row: Record, thread: str) -> str:
+    """A message's line (`line_of`) from the parts `search_details` reads: its id (`message`),
+    `author`, `addressee`, `text`, `at` and `files`."""
+    message = Message(
+        id=row["message"], thread=thread, author=_legacy(row["author"]),
+        to=_legacy(row["addressee"]), text=_legacy(row["text"]),
+        at=datetime.fromisoformat(row["at"]), files=_files(row["files"]),
+    )  # fmt: skip
+    return line_of(message)
+
+
+def _files(text: str) -> tuple[File, ...]:
+    return tuple(File(**{**f, "name": _legacy(f["name"])}) for f in json.loads(text))
 
 
 def _legacy(text: str) -> str:
@@ -323,13 +339,13 @@ def _search_row(
     *, thread: str, agent: str, line: bool, level: int, index: int, message: str | None,
     since: datetime, at: datetime, text: str, language: str,
 ) -> Params:  # fmt: skip
-    """A row of the search index: `text` and the days from `since` to `at`, stemmed in
-    `language` and keyed by the thread and the agent."""
+    """A row of the search index: the terms of `text` and of the days from `since` to `at`,
+    stemmed in `language` (the text itself is read from its summary or message)."""
     found = terms.indexed(text, since, at, language)
     return {
         "thread": thread, "agent": agent, "line": line, "level": level, "idx": index,
-        "message": message, "since": format_at(since), "at": format_at(at), "text": text,
-        "words": terms.keyed(terms.key(thread, agent), found), "length": len(found),
+        "message": message, "since": format_at(since), "at": format_at(at),
+        "words": terms.spaced(found), "length": len(found),
     }  # fmt: skip
 
 

@@ -36,8 +36,8 @@ from .writes import apply, foreign, index_lines, index_thread, insert_calls, pos
 log = logging.getLogger(__name__)
 
 _ERASED = (
-    "erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search",
-    "erase_moves",
+    "erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search_terms",
+    "erase_search_words", "erase_search", "erase_moves",
 )  # fmt: skip
 """What an erase deletes and counts, the outline first (see `queries.sql`)."""
 
@@ -127,7 +127,8 @@ class SQLStore:
         if recorded == [self.language]:
             return
         log.info("indexing %r for search in %s", self.url, self.language)
-        await tx.execute("clear_search")
+        for name in ("clear_search_terms", "clear_search_words", "clear_search"):
+            await tx.execute(name)
         await tx.execute("clear_search_language")
         for found in await tx.fetch("indexed_threads"):
             await index_thread(tx, found["thread"], self.language)
@@ -319,7 +320,7 @@ class SQLStore:
         async def read(tx: Transaction) -> list[Hit]:
             await tx.few_rows()
             reads = SearchReads(tx=tx, thread=thread)
-            return await ranking.search(reads, thread, query, limit, language=language, agent=agent)
+            return await ranking.search(reads, query, limit, language=language, agent=agent)
 
         return await self._sql.run(read, mode="snapshot")
 

@@ -76,6 +76,7 @@ async def post(tx: Transaction, thread: str, *, length: int | None = None) -> No
         found = await tx.one("unposted", thread=thread)
         if found is None or not due(length, found["count"], found["terms"]):
             return
+    await tx.execute("post_words", thread=thread)
     await tx.execute("post_search", thread=thread)
     await tx.execute("mark_posted", thread=thread)
 
@@ -150,6 +151,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
     if plan.clear:
         await tx.execute("erase_summaries", thread=plan.thread)
         await tx.execute("erase_moves", thread=plan.thread)  # drawn from the old lines
+        await tx.execute("clear_line_terms", thread=plan.thread)
         await tx.execute("clear_lines", thread=plan.thread)
     await tx.executemany(
         "insert_loaded_message",
