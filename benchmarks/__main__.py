@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 
-from . import cost, latency, plots, retrieval, scale, size, speed, startup, targets
+from . import cost, latency, plots, readers, retrieval, scale, size, speed, startup, targets
 from .cache import Prices
 from .config import FULL, QUICK, Config
 from .corpora import Corpus, chitchat_corpus, jsonl_corpus, sharegpt_corpus, synthetic_corpus
@@ -82,6 +82,18 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
             await latency.load(threads, per, folder, delay=config.delay)
             for threads, per in zip(config.threads, config.per_thread, strict=True)
         ]
+        beside = [
+            await readers.measure(
+                messages,
+                folder,
+                stored=config.views[0],
+                writers=config.readers,
+                per_writer=config.reader_messages,
+                views=config.reader_views,
+                budget=budget,
+            )
+            for budget in (4_000, None)
+        ]
         log.info("start-up of the command, %d runs each", config.startup)
         startups = startup.measure(folder, repeats=config.startup) if config.startup else []
         found_retrieval = await _retrieval(config, found, folder)
@@ -118,7 +130,9 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
             *([startup.target(startups)] if startups else []),
             *retrieval.targets(found_retrieval, real=_real(found)),
             size.target(sizes),
+            readers.target(beside),
         ],
+        readers=beside,
         retrieval=found_retrieval,
         sizes=sizes,
         startups=startups,

@@ -13,6 +13,8 @@ from .config import Config
 from .corpora import Corpus
 from .cost import Run
 from .latency import Cuts, Load
+from .readers import Readers
+from .readers import section as readers_section
 from .retrieval import Retrieval, table
 from .scale import Scale
 from .sections import pct as _pct
@@ -50,6 +52,8 @@ class Results:
     plots: dict[str, Path] = field(default_factory=dict)
     retrieval: Retrieval | None = None
     """Search against plain BM25, the recall block and search times (`retrieval`)."""
+    readers: Sequence[Readers] = ()
+    """`view()` and the event loop beside writers, and alone (`readers`)."""
     sizes: Sequence[Size] = ()
     """The store's size against its input, per corpus (`size`)."""
     startups: Sequence[Startup] = ()
@@ -195,6 +199,7 @@ def render(results: Results) -> str:
             )
     out += _notes(results)
     out += _speed(results)
+    out += readers_section(results.readers)
     out += startup_report(results.startups, results.config.startup)
     out += _retrieval(results)
     out += size_section(results.sizes)

@@ -192,8 +192,9 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     # the retrieval target (no budget here is large enough for the floor with caches that
     # expire).
     # and beside harness's ConversationSearch, the lead over it.
-    # The cold cut's target too, and the store's size against its input.
-    assert len(results.targets) == 8 + real + installed("pydantic_ai_harness")
+    # The cold cut's target too, the store's size against its input, readers beside writers.
+    assert len(results.targets) == 9 + real + installed("pydantic_ai_harness")
+    assert "## Readers beside writers" in report
     assert "## Store size" in report and any(
         t.goal.startswith("a store is") for t in results.targets
     )

@@ -155,6 +155,10 @@ class SQLStore:
         return None
 
     async def outline(self, thread: str) -> Outline | None:
+        # Read beside the writers; only a row lost to a crash is made, as a write.
+        row = await self._sql.run(lambda tx: tx.one("outline", thread=thread), mode="read")
+        if row is not None:
+            return rows.outline_from_row(row)
         read_only = self._sql.read_only
 
         async def read(tx: Transaction) -> Outline | None:
@@ -174,21 +178,23 @@ class SQLStore:
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
         found = await self._sql.run(
-            lambda tx: tx.fetch("pending", thread=thread, after=after, limit=limit)
+            lambda tx: tx.fetch("pending", thread=thread, after=after, limit=limit), mode="read"
         )
         return [rows.stored_from_row(r) for r in found]
 
     async def natives(self, thread: str, after: int) -> dict[str, str]:
-        found = await self._sql.run(lambda tx: tx.fetch("natives", thread=thread, after=after))
+        found = await self._sql.run(
+            lambda tx: tx.fetch("natives", thread=thread, after=after), mode="read"
+        )
         return {r["id"]: r["native"] for r in found}
 
     async def message(self, id: str) -> Stored | None:
-        row = await self._sql.run(lambda tx: tx.one("message", id=id))
+        row = await self._sql.run(lambda tx: tx.one("message", id=id), mode="read")
         return None if row is None else rows.stored_from_row(row)
 
     async def messages(self, thread: str, first: int, last: int) -> list[Stored]:
         found = await self._sql.run(
-            lambda tx: tx.fetch("messages", thread=thread, first=first, last=last)
+            lambda tx: tx.fetch("messages", thread=thread, first=first, last=last), mode="read"
         )
         return [rows.stored_from_row(r) for r in found]
 
@@ -196,7 +202,8 @@ class SQLStore:
         self, thread: str, level: int, index: int, *, agent: str = ""
     ) -> Summary | None:
         row = await self._sql.run(
-            lambda tx: tx.one("summary", thread=thread, agent=agent, level=level, index=index)
+            lambda tx: tx.one("summary", thread=thread, agent=agent, level=level, index=index),
+            mode="read",
         )
         return None if row is None else rows.summary_from_row(row)
 
@@ -291,7 +298,9 @@ class SQLStore:
         return [move_from_row(r) for r in found]
 
     async def weights(self, thread: str, last: int) -> list[tuple[int, int]]:
-        found = await self._sql.run(lambda tx: tx.fetch("weights", thread=thread, last=last))
+        found = await self._sql.run(
+            lambda tx: tx.fetch("weights", thread=thread, last=last), mode="read"
+        )
         return [(r["seq"], r["weight"]) for r in found]
 
     async def nodes(
@@ -307,7 +316,8 @@ class SQLStore:
                 keys=[list(key) for key in keys],
                 levels=[level for level, _ in keys],
                 indexes=[index for _, index in keys],
-            )
+            ),
+            mode="read",
         )
         by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
         return [by_key[key] for key in keys if key in by_key]
