@@ -58,6 +58,8 @@ Entry = tuple[float, float, int, int, bool, str, Key, Counts]
 """A result as it is sorted: minus its score, minus its time, its level, index, whether it is a
 line, its agent; then its key and the stems it holds."""
 T = TypeVar("T")
+Rows = Sequence[Sequence[Any]]
+"""A read's rows, each in the order of its columns."""
 
 
 class Reads(Protocol):
@@ -67,13 +69,10 @@ class Reads(Protocol):
         """`line, level, idx, words, length, at` of one agent's rows whose postings are not
         written yet (the thread's rows only)."""
 
-    async def frequencies(
-        self, agent: str, terms: Sequence[str], *, cap: int
-    ) -> Sequence[Sequence[Any]]:
+    async def frequencies(self, agent: str, terms: Sequence[str], *, cap: int) -> Rows:
         """`term, line, count, last`: how many postings each of the agent's terms has among
-        messages and among lines, up to `cap + 1`; past `cap`, `last` is the key
-        (`level * 2**32 + idx`) of the one after the `cap`th. A term held nowhere may be left
-        out."""
+        messages and among lines, up to `cap + 1` (a term held nowhere may be left out); past
+        `cap`, `last` is the key (`level * 2**32 + idx`) of the one after the `cap`th."""
 
     async def newest(
         self, agent: str, term: str, *, line: bool, cap: int
@@ -81,9 +80,7 @@ class Reads(Protocol):
         """What `postings` reads, for one term among messages or lines: its newest `cap`
         postings only (lines from the highest level down)."""
 
-    async def held(
-        self, agent: str, keys: Sequence[tuple[str, bool, int, int]]
-    ) -> Sequence[Sequence[Any]]:
+    async def held(self, agent: str, keys: Sequence[tuple[str, bool, int, int]]) -> Rows:
         """`term, line, level, idx, n` of the agent's postings at `keys` (term, line, level,
         idx) that exist."""
 

@@ -166,8 +166,7 @@ def stored_from_row(row: Record) -> Stored:
 
 
 def message_line(row: Record, thread: str) -> str:
-    """A message's line (`line_of`) from the parts `search_details` reads: its id (`message`),
-    `author`, `addressee`, `text`, `at` and `files`."""
+    """A message's line (`line_of`) from the columns of it that `search_details` reads."""
     message = Message(
         id=row["message"], thread=thread, author=_legacy(row["author"]),
         to=_legacy(row["addressee"]), text=_legacy(row["text"]),
@@ -297,8 +296,7 @@ def model_digest(model: str) -> str:
 
 
 def pack(ask: Ask) -> bytes:
-    """A call's prompts, answers and line as its `packed` column holds them: one JSON array,
-    compressed (its prompts repeat the instructions and the lines it asks about)."""
+    """A call's prompts, answers and line as one compressed JSON array (its `packed` column)."""
     whole = [list(ask.prompts), list(ask.answers), ask.line]
     return zlib.compress(json.dumps(whole, ensure_ascii=False).encode("utf-8"))
 
@@ -316,23 +314,16 @@ def call_row(ask: Ask, model: str, n: int) -> Params:
 def ask_from_row(row: Record) -> Ask:
     """A call from its row: packed, or whole as the rows written before `call_packed` are."""
     packed = row["packed"]
-    if packed is not None:
-        prompts, answers, line = json.loads(zlib.decompress(packed).decode("utf-8"))
-    else:
-        prompts, answers = json.loads(row["prompts"]), json.loads(row["answers"])
-        line = row["line"]
+    prompts, answers, line = (
+        json.loads(zlib.decompress(packed)) if packed is not None
+        else (json.loads(row["prompts"]), json.loads(row["answers"]), row["line"])
+    )  # fmt: skip
     return Ask(
-        thread=row["thread"],
-        agent=row["agent"],
-        level=row["level"],
-        index=row["idx"],
-        prompts=tuple(prompts),
-        answers=tuple(answers),
-        line=line,
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
+        thread=row["thread"], agent=row["agent"], level=row["level"], index=row["idx"],
+        prompts=tuple(prompts), answers=tuple(answers), line=line,
+        input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
         outcome=row["outcome"],
-    )
+    )  # fmt: skip
 
 
 def _search_row(
