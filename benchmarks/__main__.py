@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 
-from . import cost, latency, plots, retrieval, scale, speed, startup, targets
+from . import cost, latency, plots, readers, retrieval, scale, size, speed, startup, targets
 from .cache import Prices
 from .config import FULL, QUICK, Config
 from .corpora import Corpus, chitchat_corpus, jsonl_corpus, sharegpt_corpus, synthetic_corpus
@@ -82,9 +82,22 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
             await latency.load(threads, per, folder, delay=config.delay)
             for threads, per in zip(config.threads, config.per_thread, strict=True)
         ]
+        beside = [
+            await readers.measure(
+                messages,
+                folder,
+                stored=config.views[0],
+                writers=config.readers,
+                per_writer=config.reader_messages,
+                views=config.reader_views,
+                budget=budget,
+            )
+            for budget in (4_000, None)
+        ]
         log.info("start-up of the command, %d runs each", config.startup)
         startups = startup.measure(folder, repeats=config.startup) if config.startup else []
         found_retrieval = await _retrieval(config, found, folder)
+        sizes = await size.measure(found, folder, postgres=config.postgres)
         grown = _scale(config, folder) if config.scale else None
     drawn = {
         "cost_per_turn": plots.cost_per_turn(
@@ -116,8 +129,12 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
             ),
             *([startup.target(startups)] if startups else []),
             *retrieval.targets(found_retrieval, real=_real(found)),
+            size.target(sizes),
+            readers.target(beside),
         ],
+        readers=beside,
         retrieval=found_retrieval,
+        sizes=sizes,
         startups=startups,
         postgres=postgres,
         scale=grown,
@@ -184,6 +201,21 @@ async def run_cost(config: Config, out: Path, *, command: str) -> Results:
     return results
 
 
+async def run_size(config: Config, out: Path, *, command: str) -> Results:
+    """Only the store-size benchmark (`--only size`), written into `out` as its report."""
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    await anyio.Path(out).mkdir(parents=True, exist_ok=True)
+    found, skipped = corpora(config)
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        sizes = await size.measure(found, Path(scratch), postgres=config.postgres)
+    results = Results(
+        config=config, command=command, corpora=found, skipped=skipped, runs=[], sizes=sizes,
+        targets=[size.target(sizes)], seconds=time.perf_counter() - started, load=load,
+    )  # fmt: skip
+    await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
+    return results
+
+
 def _scale(config: Config, folder: Path) -> Scale:
     log.info("the scale run: %d messages, one thread and %d", config.scale, config.scale_threads)
     return scale.in_process(
@@ -227,8 +259,9 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument(
         "--only",
-        choices=["cost", "retrieval"],
-        help="run one benchmark alone: cost (and cache, recall) or retrieval (search)",
+        choices=["cost", "retrieval", "size"],
+        help="run one benchmark alone: cost (and cache, recall), retrieval (search) or size (the "
+        "store against its input)",
     )
     top.add_argument(
         "--budgets", type=_numbers, help="the cost benchmark's budgets, e.g. 16000,32000"
@@ -292,7 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = replace(config, scale=10_000, scale_slice=1_000, scale_threads=100,
                          scale_checkpoints=(1_000, 10_000))  # fmt: skip
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
-    chosen = {"cost": run_cost, "retrieval": run_retrieval}.get(args.only or "", run)
+    chosen = {"cost": run_cost, "retrieval": run_retrieval, "size": run_size}.get(
+        args.only or "", run
+    )
     chosen = run_scale if args.scale else chosen
     results = anyio.run(lambda: chosen(config, args.out, command=command))
     for target in results.targets:

@@ -50,6 +50,12 @@ class Config:
     threads: tuple[int, ...] = (1, 10, 100)
     per_thread: tuple[int, ...] = (24, 12, 8)
     """Messages per thread in each load run."""
+    readers: int = 20
+    """Threads written at once while `view()` is timed (`readers`)."""
+    reader_messages: int = 40
+    """Messages sent to each of those threads."""
+    reader_views: int = 100
+    """Views timed with no writer (and at least as many beside them)."""
     startup: int = 9
     """Runs of each command line whose start-up is timed (the median is reported; 0: none)."""
     postgres: str | None = None
@@ -80,6 +86,8 @@ QUICK = Config(
     search_sizes=(1_000, 6_000),
     search_queries=20,
     per_thread=(10, 6, 5),
+    reader_messages=10,
+    reader_views=30,
     startup=3,
     scale=0,
 )

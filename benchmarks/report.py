@@ -13,12 +13,16 @@ from .config import Config
 from .corpora import Corpus
 from .cost import Run
 from .latency import Cuts, Load
+from .readers import Readers
+from .readers import section as readers_section
 from .retrieval import Retrieval, table
 from .scale import Scale
 from .sections import pct as _pct
 from .sections import scale as _scale
 from .sections import speed as _speed
 from .sections import table as _table
+from .size import Size
+from .size import section as size_section
 from .speed import Throughput, ViewTime
 from .startup import Startup
 from .startup import report as startup_report
@@ -48,6 +52,10 @@ class Results:
     plots: dict[str, Path] = field(default_factory=dict)
     retrieval: Retrieval | None = None
     """Search against plain BM25, the recall block and search times (`retrieval`)."""
+    readers: Sequence[Readers] = ()
+    """`view()` and the event loop beside writers, and alone (`readers`)."""
+    sizes: Sequence[Size] = ()
+    """The store's size against its input, per corpus (`size`)."""
     startups: Sequence[Startup] = ()
     """The command's start-up, per command line."""
     seconds: float = 0.0
@@ -84,7 +92,10 @@ def render(results: Results) -> str:
             said.add(t.why)
         out.append("")
     if not results.runs:  # one benchmark run alone
-        alone = _scale(results.scale) if results.scale is not None else _retrieval(results)
+        if results.scale is not None:
+            alone = _scale(results.scale)
+        else:
+            alone = _retrieval(results) + size_section(results.sizes)
         return "\n".join(out + alone)
 
     out += [
@@ -191,8 +202,10 @@ def render(results: Results) -> str:
             )
     out += _notes(results)
     out += _speed(results)
+    out += readers_section(results.readers)
     out += startup_report(results.startups, results.config.startup)
     out += _retrieval(results)
+    out += size_section(results.sizes)
     return "\n".join(out)
 
 

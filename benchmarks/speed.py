@@ -170,8 +170,8 @@ def _sql(dialect: Dialect, *names: str) -> list[str]:
     return [QUERIES[name][dialect].text for name in names]
 
 
-_RAW = ("insert_loaded_message", "insert_search", "post_search", "mark_posted")
-"""What a raw writer runs: a message, its search row, a thread's postings and their mark."""
+_RAW = ("insert_loaded_message", "insert_search", "post_words", "post_search", "mark_posted")
+"""What a raw writer runs: a message, its search row, a thread's terms, postings and mark."""
 
 
 async def _schema(where: str) -> None:
@@ -186,7 +186,7 @@ async def raw_rate(prepared: Rows, path: Path) -> float:
     row and its search row, one autocommit INSERT each, and a thread's postings written (by the
     store's own statements, in a transaction) once they are due, as the store writes them."""
     await _schema(str(path))
-    insert, index, post, mark = _sql("sqlite", *_RAW)
+    insert, index, number, post, mark = _sql("sqlite", *_RAW)
     async with aiosqlite.connect(path, isolation_level=None) as db:
         for pragma in PRAGMAS:
             await db.execute(f"PRAGMA {pragma}")
@@ -197,6 +197,7 @@ async def raw_rate(prepared: Rows, path: Path) -> float:
                 await db.execute(index, search)
             if due is not None:
                 await db.execute("BEGIN IMMEDIATE")
+                await db.execute(number, (due,))
                 await db.execute(post, (due,))
                 await db.execute(mark, (due,))
                 await db.execute("COMMIT")
@@ -220,7 +221,7 @@ async def batched_rate(prepared: Rows, path: Path) -> float:
     """Messages per second with every row in one transaction and the postings written once at
     the end (for scale)."""
     await _schema(str(path))
-    insert, index, post, mark = _sql("sqlite", *_RAW)
+    insert, index, number, post, mark = _sql("sqlite", *_RAW)
     db = sqlite3.connect(path, isolation_level=None)
     for pragma in PRAGMAS:
         db.execute(f"PRAGMA {pragma}")
@@ -229,6 +230,7 @@ async def batched_rate(prepared: Rows, path: Path) -> float:
     db.executemany(insert, prepared.messages)
     db.executemany(index, [r for r in prepared.search if r is not None])
     for thread in set(prepared.threads):
+        db.execute(number, (thread,))
         db.execute(post, (thread,))
         db.execute(mark, (thread,))
     db.execute("COMMIT")
@@ -277,7 +279,7 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
     import asyncpg
 
     await _schema(url)
-    insert, index, post, mark = _sql("postgresql", *_RAW)
+    insert, index, number, post, mark = _sql("postgresql", *_RAW)
     third = len(prepared.messages) // 3
     parts = [prepared.part(k * third, (k + 1) * third) for k in range(3)]
     db = await asyncpg.connect(url)
@@ -289,6 +291,7 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
                 await db.execute(index, *search)
             if due is not None:
                 async with db.transaction():
+                    await db.execute(number, due)
                     await db.execute(post, due)
                     await db.execute(mark, due)
         stored = third / (time.perf_counter() - started)
@@ -301,6 +304,7 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
             await db.executemany(insert, parts[2].messages)
             await db.executemany(index, [r for r in parts[2].search if r is not None])
             for thread in set(parts[2].threads):
+                await db.execute(number, thread)
                 await db.execute(post, thread)
                 await db.execute(mark, thread)
         return stored, alone, third / (time.perf_counter() - started)

@@ -37,9 +37,10 @@ ORDER BY thread COLLATE "C", agent COLLATE "C", level, idx;
 SELECT idx, at FROM message WHERE thread = :thread AND NOT step AND idx = ANY(:indexes::bigint[]);
 
 -- name: all_calls
-SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
-       output_tokens, agent
-FROM call ORDER BY thread COLLATE "C", n;
+SELECT c.thread, c.key, c.n, coalesce(m.model, c.model) AS model, c.level, c.idx, c.prompts,
+       c.answers, c.line, c.outcome, c.input_tokens, c.output_tokens, c.agent, c.packed
+FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
+ORDER BY c.thread COLLATE "C", c.n;
 
 -- name: threads
 -- A thread's outline row is written in the transaction of its first message, so the outlines
@@ -59,42 +60,63 @@ SELECT thread, title, settings FROM thread ORDER BY thread COLLATE "C";
 SELECT id, thread FROM message WHERE thread <> :thread AND id = ANY(:ids::text[]);
 
 -- name: search_postings
-SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
-FROM search_term AS t CROSS JOIN LATERAL (
+SELECT w.stem AS term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM unnest(:terms::text[]) AS k (term)
+CROSS JOIN LATERAL (
+    SELECT id, stem FROM search_word
+    WHERE thread = :thread AND agent = :agent AND stem = k.term LIMIT 1
+) AS w
+JOIN search_term AS t ON t.word = w.id
+CROSS JOIN LATERAL (
     SELECT length, at FROM search
     WHERE thread = :thread AND agent = :agent AND line = t.line AND level = t.level
       AND idx = t.idx
     LIMIT 1
-) AS s
-WHERE t.term = ANY(:terms::text[]);
+) AS s;
 
 -- name: search_frequencies
-SELECT k.term, l.line,
+SELECT w.stem AS term, l.line,
        (SELECT count(*) FROM (SELECT 1 FROM search_term
-                              WHERE term = k.term AND line = l.line LIMIT :cap + 1) AS p) AS count,
+                              WHERE word = w.id AND line = l.line LIMIT :cap + 1) AS p) AS count,
        (SELECT level::bigint * 4294967296 + idx FROM search_term
-        WHERE term = k.term AND line = l.line
+        WHERE word = w.id AND line = l.line
         ORDER BY level, idx LIMIT 1 OFFSET :cap) AS last
-FROM unnest(:terms::text[]) AS k(term) CROSS JOIN (VALUES (FALSE), (TRUE)) AS l(line);
+FROM unnest(:terms::text[]) AS k (term)
+CROSS JOIN LATERAL (
+    SELECT id, stem FROM search_word
+    WHERE thread = :thread AND agent = :agent AND stem = k.term LIMIT 1
+) AS w
+CROSS JOIN (VALUES (FALSE), (TRUE)) AS l (line);
 
 -- name: search_newest
-SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
-FROM search_term AS t CROSS JOIN LATERAL (
+SELECT w.stem AS term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM (
+    SELECT id, stem FROM search_word
+    WHERE thread = :thread AND agent = :agent AND stem = :term LIMIT 1
+) AS w
+CROSS JOIN LATERAL (
+    SELECT line, level, idx, n FROM search_term WHERE word = w.id AND line = :line
+    ORDER BY level DESC, idx DESC LIMIT :cap
+) AS t
+CROSS JOIN LATERAL (
     SELECT length, at FROM search
     WHERE thread = :thread AND agent = :agent AND line = t.line AND level = t.level
       AND idx = t.idx
     LIMIT 1
 ) AS s
-WHERE t.term = :term AND t.line = :line
-ORDER BY t.level DESC, t.idx DESC LIMIT :cap;
+ORDER BY t.level DESC, t.idx DESC;
 
 -- name: search_held
-SELECT t.term, t.line, t.level, t.idx, t.n
+SELECT w.stem AS term, t.line, t.level, t.idx, t.n
 FROM unnest(:key_terms::text[], :key_lines::boolean[], :key_levels::integer[],
             :key_indexes::bigint[]) AS k (term, line, level, idx)
 CROSS JOIN LATERAL (
-    SELECT term, line, level, idx, n FROM search_term
-    WHERE term = k.term AND line = k.line AND level = k.level AND idx = k.idx
+    SELECT id, stem FROM search_word
+    WHERE thread = :thread AND agent = :agent AND stem = k.term LIMIT 1
+) AS w
+CROSS JOIN LATERAL (
+    SELECT line, level, idx, n FROM search_term
+    WHERE word = w.id AND line = k.line AND level = k.level AND idx = k.idx
     LIMIT 1
 ) AS t;
 
@@ -105,7 +127,8 @@ SELECT s.idx, s.length, s.at FROM unnest(:indexes::bigint[]) AS k (idx) CROSS JO
 ) AS s;
 
 -- name: search_details
-SELECT s.agent, s.line, s.level, s.idx, s.message, s.since, s.text
+SELECT s.agent, s.line, s.level, s.idx, s.message, s.since, n.text AS summary, m.author,
+       m."to" AS addressee, m.text, m.at, m.files
 FROM unnest(:key_agents::text[], :key_lines::boolean[], :key_levels::integer[],
             :key_indexes::bigint[]) AS k (agent, line, level, idx)
 CROSS JOIN LATERAL (
@@ -113,15 +136,27 @@ CROSS JOIN LATERAL (
     WHERE thread = :thread AND agent = k.agent AND line = k.line AND level = k.level
       AND idx = k.idx
     LIMIT 1
-) AS s;
+) AS s
+LEFT JOIN summary AS n ON s.line AND n.thread = :thread AND n.agent = s.agent
+    AND n.level = s.level AND n.idx = s.idx
+LEFT JOIN message AS m ON NOT s.line AND m.id = s.message;
+
+-- name: post_words
+-- The terms of the thread's unposted rows that it has not numbered yet.
+INSERT INTO search_word (thread, agent, stem)
+SELECT DISTINCT s.thread, s.agent, t
+FROM search AS s, search_terms(s.words) AS t
+WHERE s.thread = :thread AND NOT s.posted
+ON CONFLICT (thread, agent, stem) DO NOTHING;
 
 -- name: post_search
 -- The postings of the thread's unposted rows, in the order of `search_term`'s key.
-INSERT INTO search_term (term, line, level, idx, n)
-SELECT t, s.line, s.level, s.idx, count(*)
-FROM search AS s, search_terms(s.words) AS t
+INSERT INTO search_term (word, line, level, idx, n)
+SELECT w.id, s.line, s.level, s.idx, count(*)
+FROM search AS s CROSS JOIN search_terms(s.words) AS t
+JOIN search_word AS w ON w.thread = s.thread AND w.agent = s.agent AND w.stem = t
 WHERE s.thread = :thread AND NOT s.posted
-GROUP BY t, s.line, s.level, s.idx ORDER BY t, s.line, s.level, s.idx;
+GROUP BY w.id, s.line, s.level, s.idx ORDER BY w.id, s.line, s.level, s.idx;
 
 -- name: node_generations
 SELECT g.thread, g.agent, g.level, g.idx, g.generation, g.text, g.bytes, g.form, g.fallback,

@@ -27,6 +27,13 @@ SELECT language FROM search_language;
 -- name: clear_search
 DELETE FROM search;
 
+-- name: clear_search_terms
+-- The postings and the terms of every thread (the index made again).
+DELETE FROM search_term;
+
+-- name: clear_search_words
+DELETE FROM search_word;
+
 -- name: clear_search_language
 DELETE FROM search_language;
 
@@ -39,10 +46,8 @@ SELECT DISTINCT thread FROM message;
 
 -- name: insert_search
 -- A row of the index, its postings not yet written (`post_search`).
-INSERT INTO search
-    (thread, agent, line, level, idx, message, since, at, text, words, length, posted)
-VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :text, :words, :length,
-        FALSE);
+INSERT INTO search (thread, agent, line, level, idx, message, since, at, words, length, posted)
+VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :words, :length, FALSE);
 
 -- name: unposted
 -- How many of the thread's messages wait for their postings, and how many terms they hold (the
@@ -50,18 +55,29 @@ VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :text, :wor
 SELECT count(*) AS count, coalesce(sum(length), 0) AS terms FROM search
 WHERE thread = :thread AND NOT posted AND NOT line;
 
--- name: post_search
--- The postings of the thread's unposted rows, in the order of `search_term`'s key. A row's
--- words (` a  b `) as a JSON array of its terms (`["a","b"]`): terms are letters and digits
--- after a key of hexadecimal digits, so none needs escaping.
-INSERT INTO search_term (term, line, level, idx, n)
-SELECT k.value, s.line, s.level, s.idx, count(*)
+-- name: post_words
+-- The terms of the thread's unposted rows that it has not numbered yet (`search_word`). A row's
+-- words (` a  b `) as a JSON array of its terms (`["a","b"]`): terms are letters and digits, so
+-- none needs escaping.
+INSERT INTO search_word (thread, agent, stem)
+SELECT DISTINCT s.thread, s.agent, k.value
 FROM search AS s, json_each('["' || replace(trim(s.words), '  ', '","') || '"]') AS k
 WHERE s.thread = :thread AND NOT s.posted AND k.value <> ''
-GROUP BY k.value, s.line, s.level, s.idx ORDER BY k.value, s.line, s.level, s.idx;
+ON CONFLICT DO NOTHING;
+
+-- name: post_search
+-- The postings of the thread's unposted rows, by their terms' numbers, in the order of
+-- `search_term`'s key.
+INSERT INTO search_term (word, line, level, idx, n)
+SELECT w.id, s.line, s.level, s.idx, count(*)
+FROM search AS s, json_each('["' || replace(trim(s.words), '  ', '","') || '"]') AS k
+CROSS JOIN search_word AS w ON w.thread = s.thread AND w.agent = s.agent AND w.stem = k.value
+WHERE s.thread = :thread AND NOT s.posted AND k.value <> ''
+GROUP BY w.id, s.line, s.level, s.idx ORDER BY w.id, s.line, s.level, s.idx;
 
 -- name: mark_posted
-UPDATE search SET posted = TRUE WHERE thread = :thread AND NOT posted;
+-- Posted rows keep no words: their postings hold them.
+UPDATE search SET posted = TRUE, words = '' WHERE thread = :thread AND NOT posted;
 
 -- name: insert_message
 -- Store a message with its thread's next seq, and its next idx when shared or its agent's next
@@ -199,27 +215,36 @@ WHERE thread = :thread AND NOT step AND idx IN (SELECT value FROM json_each(:ind
 -- The thread's next call number, read from the end of the (thread, n) index.
 SELECT coalesce(max(n), -1) + 1 AS n FROM call WHERE thread = :thread;
 
+-- name: insert_call_model
+-- A model key that calls are recorded under, kept once (`call_packed.sql`).
+INSERT INTO call_model (key, model) VALUES (:model_key, :model) ON CONFLICT (key) DO NOTHING;
+
 -- name: insert_call
--- Record a call. A pin keeps its first answers, but a fallback (an ask that kept failing) gives
--- way to the answers of the same request asked again, so a replay then gives the answered line.
+-- Record a call, its prompts, answers and line packed (`call_packed.sql`). A pin keeps its
+-- first answers, but a fallback (an ask that kept failing) gives way to the answers of the same
+-- request asked again, so a replay then gives the answered line.
 INSERT INTO call (thread, key, n, model, level, idx, prompts, answers, line, outcome,
-                  input_tokens, output_tokens, agent)
-VALUES (:thread, :key, :n, :model, :level, :idx, :prompts, :answers, :line, :outcome,
-        :input_tokens, :output_tokens, :agent)
+                  input_tokens, output_tokens, agent, packed, model_key)
+VALUES (:thread, :key, :n, '', :level, :idx, '', '', '', :outcome,
+        :input_tokens, :output_tokens, :agent, :packed, :model_key)
 ON CONFLICT (thread, key) DO UPDATE SET
     answers = excluded.answers, line = excluded.line, outcome = excluded.outcome,
-    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens
+    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+    packed = excluded.packed
 WHERE call.outcome = 'fallback' AND excluded.outcome <> 'fallback';
 
 -- name: calls
-SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
-       output_tokens, agent
-FROM call WHERE thread = :thread ORDER BY n;
+-- A thread's calls, each with its model key (kept once, or in the row as before `call_packed`).
+SELECT c.thread, c.key, c.n, coalesce(m.model, c.model) AS model, c.level, c.idx, c.prompts,
+       c.answers, c.line, c.outcome, c.input_tokens, c.output_tokens, c.agent, c.packed
+FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
+WHERE c.thread = :thread ORDER BY c.n;
 
 -- name: all_calls
-SELECT thread, key, n, model, level, idx, prompts, answers, line, outcome, input_tokens,
-       output_tokens, agent
-FROM call ORDER BY thread, n;
+SELECT c.thread, c.key, c.n, coalesce(m.model, c.model) AS model, c.level, c.idx, c.prompts,
+       c.answers, c.line, c.outcome, c.input_tokens, c.output_tokens, c.agent, c.packed
+FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
+ORDER BY c.thread, c.n;
 
 -- name: erase_outline
 -- An erase deletes the outline first: on PostgreSQL its row lock waits for a commit in flight,
@@ -235,11 +260,23 @@ DELETE FROM summary WHERE thread = :thread;
 -- name: erase_calls
 DELETE FROM call WHERE thread = :thread;
 
+-- name: erase_search_terms
+-- The thread's postings, by its terms' numbers, then its terms, then its rows.
+DELETE FROM search_term WHERE word IN (SELECT id FROM search_word WHERE thread = :thread);
+
+-- name: erase_search_words
+DELETE FROM search_word WHERE thread = :thread;
+
 -- name: erase_search
 DELETE FROM search WHERE thread = :thread;
 
 -- name: erase_about
 DELETE FROM thread WHERE thread = :thread;
+
+-- name: clear_line_terms
+-- A load replacing a thread's tree: the postings of its lines go, then their rows.
+DELETE FROM search_term
+WHERE line AND word IN (SELECT id FROM search_word WHERE thread = :thread);
 
 -- name: clear_lines
 -- A load replacing a thread's tree: its summaries and their search rows go.
@@ -274,12 +311,14 @@ SELECT id, thread FROM message
 WHERE thread <> :thread AND id IN (SELECT value FROM json_each(:ids));
 
 -- name: search_postings
--- Search: the postings of one agent's keyed terms (a JSON list), each a range of the primary
--- key, with the length and `at` of their rows from `search_place` (a row of another thread whose
--- key a term shares is not the thread's: left out).
-SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
-FROM json_each(:terms) AS k CROSS JOIN search_term AS t ON t.term = k.value
-CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent = :agent
+-- Search: the postings of one agent's terms (a JSON list) in the thread, each term's number read
+-- from `search_word` and its postings a range of `search_term`'s key, with the length and `at`
+-- of their rows from `search`'s key.
+SELECT w.stem AS term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM json_each(:terms) AS k
+CROSS JOIN search_word AS w ON w.thread = :thread AND w.agent = :agent AND w.stem = k.value
+CROSS JOIN search_term AS t ON t.word = w.id
+CROSS JOIN search AS s ON s.thread = :thread AND s.agent = :agent
     AND s.line = t.line AND s.level = t.level AND s.idx = t.idx;
 
 -- name: search_unposted
@@ -290,41 +329,46 @@ SELECT line, level, idx, words, length, at FROM search
 WHERE thread = :thread AND agent = :agent AND NOT posted;
 
 -- name: search_frequencies
--- Search: how many postings each of the keyed terms (a JSON list) has, messages and lines
--- apart, counted in the primary key alone (a term's postings are its thread's and agent's) up
--- to `:cap + 1`; where there are more than `:cap`, `last` is the key of the one after the
--- `:cap`th in the key's order (`level * 2^32 + idx`), from which ranking estimates how many
--- there are. Terms held nowhere count 0.
-SELECT k.value AS term, l.value AS line,
+-- Search: how many postings each of one agent's terms (a JSON list) has in the thread, messages
+-- and lines apart, counted in the primary key alone up to `:cap + 1`; where there are more than
+-- `:cap`, `last` is the key of the one after the `:cap`th in the key's order
+-- (`level * 2^32 + idx`), from which ranking estimates how many there are. A term the thread
+-- does not hold is left out.
+SELECT w.stem AS term, l.value AS line,
        (SELECT count(*) FROM (SELECT 1 FROM search_term
-                              WHERE term = k.value AND line = l.value LIMIT :cap + 1)) AS count,
-       (SELECT level * 4294967296 + idx FROM search_term WHERE term = k.value AND line = l.value
+                              WHERE word = w.id AND line = l.value LIMIT :cap + 1)) AS count,
+       (SELECT level * 4294967296 + idx FROM search_term WHERE word = w.id AND line = l.value
         ORDER BY level, idx LIMIT 1 OFFSET :cap) AS last
-FROM json_each(:terms) AS k CROSS JOIN json_each('[0, 1]') AS l;
+FROM json_each(:terms) AS k
+CROSS JOIN search_word AS w ON w.thread = :thread AND w.agent = :agent AND w.stem = k.value
+CROSS JOIN json_each('[0, 1]') AS l;
 
 -- name: search_newest
--- Search: the newest `:cap` postings of one keyed term among messages or lines (lines from the
+-- Search: the newest `:cap` postings of one agent's term among messages or lines (lines from the
 -- highest level down), backwards along the primary key, with their rows' length and `at`.
-SELECT t.term, t.line, t.level, t.idx, t.n, s.length, s.at
-FROM search_term AS t
-CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent = :agent
+SELECT w.stem AS term, t.line, t.level, t.idx, t.n, s.length, s.at
+FROM search_word AS w
+CROSS JOIN search_term AS t ON t.word = w.id AND t.line = :line
+CROSS JOIN search AS s ON s.thread = :thread AND s.agent = :agent
     AND s.line = t.line AND s.level = t.level AND s.idx = t.idx
-WHERE t.term = :term AND t.line = :line
+WHERE w.thread = :thread AND w.agent = :agent AND w.stem = :term
 ORDER BY t.level DESC, t.idx DESC LIMIT :cap;
 
 -- name: search_held
--- Search: how often rows hold keyed terms, by primary key (a JSON list of [term, line, level,
--- idx]; a row that does not hold its term is left out).
-SELECT t.term, t.line, t.level, t.idx, t.n
-FROM json_each(:keys) AS k CROSS JOIN search_term AS t
-ON t.term = json_extract(k.value, '$[0]') AND t.line = json_extract(k.value, '$[1]')
+-- Search: how often one agent's rows hold its terms, by key (a JSON list of [term, line,
+-- level, idx]; a row that does not hold its term is left out).
+SELECT w.stem AS term, t.line, t.level, t.idx, t.n
+FROM json_each(:keys) AS k
+CROSS JOIN search_word AS w ON w.thread = :thread AND w.agent = :agent
+    AND w.stem = json_extract(k.value, '$[0]')
+CROSS JOIN search_term AS t ON t.word = w.id AND t.line = json_extract(k.value, '$[1]')
    AND t.level = json_extract(k.value, '$[2]') AND t.idx = json_extract(k.value, '$[3]');
 
 -- name: search_places
--- Search: the length and `at` of one agent's messages by index (a JSON list), from the
--- `search_place` index alone: the neighbours that windows weigh.
+-- Search: the length and `at` of one agent's messages by index (a JSON list), from `search`'s
+-- key: the neighbours that windows weigh.
 SELECT s.idx, s.length, s.at FROM json_each(:indexes) AS k
-CROSS JOIN search AS s INDEXED BY search_place ON s.thread = :thread AND s.agent = :agent
+CROSS JOIN search AS s ON s.thread = :thread AND s.agent = :agent
     AND s.line = 0 AND s.level = 0 AND s.idx = k.value;
 
 -- name: search_corpora
@@ -334,12 +378,17 @@ SELECT line, count, terms FROM search_corpus WHERE thread = :thread AND agent = 
 ORDER BY line;
 
 -- name: search_details
--- Search: what the listed results show, by their keys (a JSON list of [agent, line, level, idx]).
-SELECT s.agent, s.line, s.level, s.idx, s.message, s.since, s.text
+-- Search: what the listed results show, by their keys (a JSON list of [agent, line, level,
+-- idx]): a line's text from its summary, a message's parts (its line is made of them).
+SELECT s.agent, s.line, s.level, s.idx, s.message, s.since, n.text AS summary, m.author,
+       m."to" AS addressee, m.text, m.at, m.files
 FROM json_each(:keys) AS k CROSS JOIN search AS s
 ON s.thread = :thread AND s.agent = json_extract(k.value, '$[0]')
    AND s.line = json_extract(k.value, '$[1]')
-   AND s.level = json_extract(k.value, '$[2]') AND s.idx = json_extract(k.value, '$[3]');
+   AND s.level = json_extract(k.value, '$[2]') AND s.idx = json_extract(k.value, '$[3]')
+LEFT JOIN summary AS n ON s.line AND n.thread = s.thread AND n.agent = s.agent
+    AND n.level = s.level AND n.idx = s.idx
+LEFT JOIN message AS m ON NOT s.line AND m.id = s.message;
 
 -- name: insert_move
 INSERT INTO move (thread, seq, cut, folded, from_boundary, boundary, lines, bytes, tail_start,

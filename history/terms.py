@@ -11,13 +11,12 @@ Both stores index the same terms, made here, so SQLite and PostgreSQL find and r
   2022 sunday`), so that a question naming a date finds it; a line has the words of the first
   and last days it covers.
 
-In the store each term carries the key of its thread and agent (`key`), so a search reads the
-postings of one thread, not of every thread the store holds.
+In the store each thread's terms are numbered apart for each agent (`search_word`), so a search
+reads the postings of one thread, not of every thread the store holds.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -147,10 +146,6 @@ STOP_WORDS = frozenset(
 )
 """English words a query leaves out when it has others: they are in nearly every message, so
 they weigh next to nothing and would only make a search read more."""
-KEY_LENGTH = 16
-"""Hexadecimal digits of a thread's (and agent's) key: 64 bits, so that two of a million threads
-share one with a chance of about one in thirty million (two that did would share postings)."""
-
 _WORD = re.compile(r"[^\W_]+")
 _SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 """Every ASCII character that is not a letter or a digit, made a space: on an ASCII text,
@@ -272,15 +267,9 @@ def query_terms(query: str, language: str) -> dict[str, tuple[str, ...]]:
     return stems
 
 
-def key(thread: str, agent: str) -> str:
-    """The prefix of a thread's terms for one agent (`''`: the shared rows)."""
-    digest = hashlib.blake2b(f"{thread}\x00{agent}".encode(), digest_size=KEY_LENGTH // 2)
-    return digest.hexdigest()
-
-
-def keyed(prefix: str, stems: Sequence[str]) -> str:
-    """Terms as a row stores them: each with its thread's key and a space on either side
-    (` a  b `), which the postings are made from."""
+def spaced(stems: Sequence[str]) -> str:
+    """Terms as a row waiting for its postings holds them, a space on either side (` a  b `):
+    counted whole by `" a ".count`, and split by the store into its postings."""
     if not stems:
         return ""
-    return f" {prefix}" + f"  {prefix}".join(stems) + " "
+    return " " + "  ".join(stems) + " "

@@ -195,8 +195,13 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
     # the retrieval target (no budget here is large enough for the floor with caches that
     # expire).
     # and beside harness's ConversationSearch, the lead over it.
-    # The cold cut's targets too, at Anthropic's cache lifetime and at GPT-5.6's.
-    assert len(results.targets) == 8 + real + installed("pydantic_ai_harness")
+    # The cold cut's targets too, at Anthropic's cache lifetime and at GPT-5.6's; the store's
+    # size against its input, readers beside writers.
+    assert len(results.targets) == 10 + real + installed("pydantic_ai_harness")
+    assert "## Readers beside writers" in report
+    assert "## Store size" in report and any(
+        t.goal.startswith("a store is") for t in results.targets
+    )
     cold = next(t for t in results.targets if t.goal.startswith("the cold cut"))
     assert "synthetic at 2,000" in cold.numbers
 

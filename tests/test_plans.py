@@ -218,21 +218,27 @@ def test_counting_a_terms_postings_reads_no_more_than_its_cap(tmp_path: Path) ->
     # the key of the posting after it comes with the count (`level * 2**32 + idx`).
     url = _sqlite(tmp_path / "counted.sqlite")
     with closing(sqlite3.connect(url, isolation_level=None)) as db:
-        for term, count in (("k1few", 50), ("k1cap", 100), ("k1some", 200), ("k1many", 2_000)):
+        for word, (term, count) in enumerate(
+            (("few", 50), ("cap", 100), ("some", 200), ("many", 2_000)), start=1
+        ):
+            db.execute(
+                "INSERT INTO search_word (id, thread, agent, stem) VALUES (?, 't', '', ?)",
+                (word, term),
+            )
             db.executemany(
-                "INSERT INTO search_term (term, line, level, idx, n) VALUES (?, 1, ?, ?, 1)",
-                [(term, k // 50, k % 50) for k in range(count)],  # 50 lines a level
+                "INSERT INTO search_term (word, line, level, idx, n) VALUES (?, 1, ?, ?, 1)",
+                [(word, k // 50, k % 50) for k in range(count)],  # 50 lines a level
             )
         statement = QUERIES["search_frequencies"].sqlite
 
         def counted(term: str) -> tuple[int, list[Any]]:
-            args = statement.args({"terms": f'["{term}"]', "cap": 100})
+            args = statement.args({"thread": "t", "agent": "", "terms": f'["{term}"]', "cap": 100})
             return _steps(db, statement.text, args), sorted(db.execute(statement.text, args))
 
         (few, few_rows), (_, cap_rows), (some, _), (many, many_rows) = (
-            counted(t) for t in ("k1few", "k1cap", "k1some", "k1many")
+            counted(t) for t in ("few", "cap", "some", "many")
         )
     assert many == some > few
-    assert few_rows == [("k1few", 0, 0, None), ("k1few", 1, 50, None)]
-    assert cap_rows == [("k1cap", 0, 0, None), ("k1cap", 1, 100, None)]  # exactly the cap
-    assert many_rows[1] == ("k1many", 1, 101, 2 * 2**32)  # the 101st: level 2, index 0
+    assert few_rows == [("few", 0, 0, None), ("few", 1, 50, None)]
+    assert cap_rows == [("cap", 0, 0, None), ("cap", 1, 100, None)]  # exactly the cap
+    assert many_rows[1] == ("many", 1, 101, 2 * 2**32)  # the 101st: level 2, index 0

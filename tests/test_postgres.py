@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from history import History, HistorySettings, StoreError, plugin, terms
+from history import History, HistorySettings, StoreError, plugin
 from history.contract import Ask
 from history.lane import Lane
 from history.store import open_store
@@ -214,14 +214,15 @@ async def test_a_search_is_planned_without_workers_or_compiling(url: str) -> Non
         # A count of a term's postings, as search made before it counted them up to a cap: a
         # plan the server would run in parallel (search's own statements limit each lookup).
         explain = (
-            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT t.term, t.line, count(*) FROM search_term AS t"
-            " WHERE t.term = ANY($1::text[]) GROUP BY t.term, t.line"
+            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT t.word, t.line, count(*) FROM search_term AS t"
+            " WHERE t.word = ANY($1::bigint[]) GROUP BY t.word, t.line"
         )
 
         async def plan(tx: Any, *, few: bool) -> str:
             if few:
                 await tx.few_rows()
-            return str(await tx._db.fetchval(explain, [terms.key("t", "") + "invoic"]))
+            word = await tx._db.fetchval("SELECT id FROM search_word WHERE stem = 'invoic'")
+            return str(await tx._db.fetchval(explain, [word]))
 
         eager_plan = await store._sql.run(lambda tx: plan(tx, few=False), mode="snapshot")
         assert "Gather" in eager_plan and '"JIT"' in eager_plan  # what the settings ask for

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from history import ConfigurationError, History, HistorySettings, Summary, terms
 from history.contract import Stored
+from history.lines import line_of
 from history.rebuilding import rebuild
 from history.store import Store, open_store, ranking, writes
 from history.store import rows as store_rows
@@ -78,8 +79,8 @@ def test_no_stemmer_changes_a_number(number: int, language: str) -> None:
 
 
 @given(st.lists(st.text(alphabet="ab1", min_size=1)))
-def test_a_rows_terms_carry_its_key_each_between_spaces(stems: list[str]) -> None:
-    assert terms.keyed("k", stems) == "".join(f" k{stem} " for stem in stems)
+def test_a_rows_terms_are_kept_each_between_spaces(stems: list[str]) -> None:
+    assert terms.spaced(stems) == "".join(f" {stem} " for stem in stems)
 
 
 async def test_a_message_is_found_by_its_day_in_words(store: Store) -> None:
@@ -402,7 +403,7 @@ def test_a_store_whose_triggers_wrote_the_postings_is_upgraded_and_searched(
         sent = message(k, text)
         stored = Stored(message=sent, seq=k, index=k, weight=5)
         db.execute(insert.text, insert.args(store_rows.loaded_message_row(stored)))
-        row = store_rows.message_search_row(sent, k, "english")
+        row = {**store_rows.message_search_row(sent, k, "english"), "text": line_of(sent)}
         db.execute(  # as the store wrote it then: its trigger wrote the postings
             "INSERT INTO search (thread, agent, line, level, idx, message, since, at, text, "
             "words, length) VALUES (:thread, :agent, :line, :level, :idx, :message, :since, "
@@ -422,7 +423,7 @@ def test_a_store_whose_triggers_wrote_the_postings_is_upgraded_and_searched(
     assert unposted(str(path)) == 0
 
 
-async def test_a_store_indexed_with_short_keys_is_indexed_again_as_it_opens(
+async def test_a_store_indexed_before_its_terms_were_numbered_is_indexed_again_as_it_opens(
     database: str,
 ) -> None:
     settings = HistorySettings(summarizer="scripted")
@@ -432,17 +433,21 @@ async def test_a_store_indexed_with_short_keys_is_indexed_again_as_it_opens(
         await history.wait()
         expected = await history.store.search("t", "venue lunch", 10)
     assert [h.message for h in expected if h.terms] == ["t-0", "t-2"]
-    # As a store of before left it: keys of 8 digits (here, words no search finds).
+    # As a store of before left it: its index is made again, its rows keeping no words once
+    # their postings are written.
     for sql in (
-        "DELETE FROM migration WHERE name = '0017_search_keys'",
-        "UPDATE search SET words = ' 0123abcdvenue '",
+        "DELETE FROM migration WHERE name = '0051_search_compact'",
+        "DROP TABLE search_word",
     ):
         await anyio.to_thread.run_sync(run_sql, database, sql)
     async with opened(database) as store:
         assert await store.search("t", "venue lunch", 10) == expected
     words = await anyio.to_thread.run_sync(run_sql, database, "SELECT words FROM search")
-    assert all(w.split()[0][: terms.KEY_LENGTH] == terms.key("t", "") for (w,) in words)
-    assert terms.KEY_LENGTH == 16
+    assert words and all(w == "" for (w,) in words)
+    stems = await anyio.to_thread.run_sync(
+        run_sql, database, "SELECT stem FROM search_word WHERE thread = 't' AND agent = ''"
+    )
+    assert {"venu", "lunch", "noon"} <= {stem for (stem,) in stems}
 
 
 async def test_a_threads_corpus_size_is_kept_as_its_rows_come_and_go(database: str) -> None:

@@ -16,9 +16,12 @@ from .rows import Params, Record
 
 T = TypeVar("T")
 
-Mode = Literal["auto", "snapshot", "write"]
-"""How a body runs: `auto`, each statement on its own (a read, or one write); `snapshot`, its
-reads in one consistent snapshot; `write`, in one write transaction, rolled back on any error."""
+Mode = Literal["auto", "read", "snapshot", "write"]
+"""How a body runs: `auto`, each statement on its own (a read, or one write); `read`, as `auto`
+for a body that only reads, which a dialect may run beside the writers (SQLite: on a connection
+of its own, never queued behind a write transaction); `snapshot`, its reads in one consistent
+snapshot (beside the writers too); `write`, in one write transaction, rolled back on any
+error."""
 
 
 class Transaction(Protocol):

@@ -153,7 +153,7 @@ class PostgreSQL:
     async def run(self, body: Body[T], *, mode: Mode = "auto") -> T:
         async with self._connection() as db:
             tx = _Transaction(db, self._spaces)
-            if mode == "auto":
+            if mode in ("auto", "read"):
                 return await body(tx)
             snapshot = mode == "snapshot"
             async with db.transaction(

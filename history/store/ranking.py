@@ -1,8 +1,8 @@
 """How search finds and ranks: the same reads and the same arithmetic for every store.
 
-A store answers the reads of `Reads`: the postings of the query's terms (each term keyed by
-the thread and agent, so they are the thread's own) and how many there are, the words of the
-rows still waiting for theirs, the length and `at` of the rows ranking needs, the size of the
+A store answers the reads of `Reads`: the postings of the query's terms in the thread, for one
+agent at a time (`''`: the shared rows), and how many there are, the words of the rows still
+waiting for theirs, the length and `at` of the rows ranking needs, the size of the
 thread's corpus, and what the listed results show. `search` does the rest, so SQLite and
 PostgreSQL return the same hits in the same order:
 
@@ -58,6 +58,8 @@ Entry = tuple[float, float, int, int, bool, str, Key, Counts]
 """A result as it is sorted: minus its score, minus its time, its level, index, whether it is a
 line, its agent; then its key and the stems it holds."""
 T = TypeVar("T")
+Rows = Sequence[Sequence[Any]]
+"""A read's rows, each in the order of its columns."""
 
 
 class Reads(Protocol):
@@ -67,9 +69,9 @@ class Reads(Protocol):
         """`line, level, idx, words, length, at` of one agent's rows whose postings are not
         written yet (the thread's rows only)."""
 
-    async def frequencies(self, terms: Sequence[str], *, cap: int) -> Sequence[Sequence[Any]]:
-        """`term, line, count, last`: how many postings each keyed term (its key names the
-        thread and the agent) has among messages and among lines, up to `cap + 1`; past
+    async def frequencies(self, agent: str, terms: Sequence[str], *, cap: int) -> Rows:
+        """`term, line, count, last`: how many postings each of the agent's terms has among
+        messages and among lines, up to `cap + 1` (a term held nowhere may be left out); past
         `cap`, `last` is the key (`level * 2**32 + idx`) of the one after the `cap`th."""
 
     async def newest(
@@ -78,13 +80,13 @@ class Reads(Protocol):
         """What `postings` reads, for one term among messages or lines: its newest `cap`
         postings only (lines from the highest level down)."""
 
-    async def held(self, keys: Sequence[tuple[str, bool, int, int]]) -> Sequence[Sequence[Any]]:
-        """`term, line, level, idx, n` of the postings at `keys` (keyed term, line, level,
+    async def held(self, agent: str, keys: Sequence[tuple[str, bool, int, int]]) -> Rows:
+        """`term, line, level, idx, n` of the agent's postings at `keys` (term, line, level,
         idx) that exist."""
 
     async def postings(self, agent: str, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
-        """`term, line, level, idx, n, length, at` of the postings of one agent's keyed terms,
-        with the length and `at` of their rows (the thread's rows only)."""
+        """`term, line, level, idx, n, length, at` of the postings of one agent's terms, with
+        the length and `at` of their rows (the thread's rows only)."""
 
     async def places(self, agent: str, indexes: Sequence[int]) -> Sequence[Sequence[Any]]:
         """`idx, length, at` of one agent's messages at `indexes`."""
@@ -93,7 +95,8 @@ class Reads(Protocol):
         """`line, count, sum(length)` of the thread's rows of one agent."""
 
     async def details(self, keys: Sequence[Key]) -> Sequence[Sequence[Any]]:
-        """`agent, line, level, idx, message, since, text` of the thread's rows at `keys`."""
+        """`agent, line, level, idx, message, since, text` of the thread's rows at `keys` (a
+        message's text is its line, `line_of`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,7 +125,7 @@ class Ranked:
 
 
 async def search(
-    reads: Reads, thread: str, query: str, limit: int, *, language: str, agent: str | None
+    reads: Reads, query: str, limit: int, *, language: str, agent: str | None
 ) -> list[Hit]:
     """The thread's hits for `query`, best first: at most `limit` (see the module's docstring);
     with `agent`, that agent's steps and step lines are searched beside the shared rows."""
@@ -138,7 +141,7 @@ async def search(
     sized = {a: await reads.corpora(a) for a in agents}
     for a in agents:
         frequent[a], sizes, waiting[a] = await _gather(
-            reads, thread, a, stems, counts, places, corpora(sized[a])
+            reads, a, stems, counts, places, corpora(sized[a])
         )
         holding.update(sizes)
     if not counts:
@@ -148,7 +151,7 @@ async def search(
         for index, length, at in await reads.places(a, sorted(indexes)) if indexes else []:
             places[(a, False, 0, index)] = (length, at)
         partly = {stem for _, stem in frequent[a]}
-        await _fill(reads, thread, a, partly, waiting[a], counts, places)
+        await _fill(reads, a, partly, waiting[a], counts, places)
     messages, lines = corpora([row for a in agents for row in sized[a]])
     # A stem read in part for any agent: its rarity from how many rows of every agent hold it.
     capped = set().union(*frequent.values())
@@ -168,7 +171,6 @@ the row's length and `at`."""
 
 async def _gather(
     reads: Reads,
-    thread: str,
     agent: str,
     stems: Mapping[str, tuple[str, ...]],
     counts: dict[Key, dict[str, int]],
@@ -180,7 +182,7 @@ async def _gather(
     read (lines from the highest level down). Returns those frequent stems (lines or not), how
     many of the agent's rows hold each stem (estimated past `COUNTED` from `sizes_of`, its
     messages' and lines' corpora), and the matches among the rows waiting for postings."""
-    keyed = {words.key(thread, agent) + stem: stem for stem in stems}
+    keyed = list(stems)
     # The rows that wait for their postings first: one posted in between is read twice,
     # alike, and none is missed.
     unposted = await reads.unposted(agent)
@@ -192,7 +194,7 @@ async def _gather(
     ]
     sizes = Counter((m[0], m[1]) for m in waiting)
     posted_rows = [sizes_of[line].rows - sum(row[0] == line for row in unposted) for line in (0, 1)]
-    for t, line, n, last in await reads.frequencies(list(keyed), cap=COUNTED):
+    for t, line, n, last in await reads.frequencies(agent, keyed, cap=COUNTED):
         if last is not None:  # more than COUNTED: estimated from the one after the last counted
             n = estimate(last, posted_rows[line], COUNTED + 1)
         if n:
@@ -213,10 +215,10 @@ async def _gather(
                 found += await _newest(reads, agent, t, line, posted)
     for term, line, level, index, n, length, at in found:
         key = (agent, line, level, index)
-        counts.setdefault(key, {})[keyed[term]] = n
+        counts.setdefault(key, {})[term] = n
         places[key] = (length, at)
-    held = {(line, keyed[t]): n for (t, line), n in sizes.items()}
-    return {(line, keyed[t]) for t, line in frequent}, held, waiting
+    held = {(line, t): n for (t, line), n in sizes.items()}
+    return {(line, t) for t, line in frequent}, held, waiting
 
 
 def estimate(last: int, rows: int, counted: int) -> int:
@@ -240,7 +242,6 @@ def _match(row: Sequence[Any]) -> Match:
 
 async def _fill(
     reads: Reads,
-    thread: str,
     agent: str,
     stems: set[str],
     waiting: Sequence[Match],
@@ -249,20 +250,19 @@ async def _fill(
 ) -> None:
     """Give the agent's candidates and the neighbours their windows weigh their counts of the
     frequent `stems`, whose rows were read only in part: those not read already."""
-    keyed = {words.key(thread, agent) + stem: stem for stem in stems}
     missing = [
-        (term, line, level, index)
+        (stem, line, level, index)
         for a, line, level, index in sorted(places) if a == agent
-        for term, stem in keyed.items() if stem not in counts.get((a, line, level, index), {})
+        for stem in sorted(stems) if stem not in counts.get((a, line, level, index), {})
     ]  # fmt: skip
     if not missing:
         return
-    found = [_match((*r, 0, "")) for r in await reads.held(missing)]
-    found += [m for m in waiting if m[0] in keyed]
+    found = [_match((*r, 0, "")) for r in await reads.held(agent, missing)]
+    found += [m for m in waiting if m[0] in stems]
     for term, line, level, index, n, *_ in found:
         key = (agent, line, level, index)
         if key in places:
-            counts.setdefault(key, {})[keyed[term]] = n
+            counts.setdefault(key, {})[term] = n
 
 
 def wanted(counts: Mapping[Key, Counts], agent: str) -> set[int]:

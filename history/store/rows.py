@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -49,6 +50,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0019_search_corpus", "search_corpus.sql"),
     ("0020_fallback", "fallback.sql"),
     ("0036_move", "move.sql"),
+    ("0050_call_packed", "call_packed.sql"),
+    ("0051_search_compact", "search_compact.sql"),
     ("0070_generations", "generations.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
@@ -152,7 +155,7 @@ def stored_from_row(row: Record) -> Stored:
         text=_legacy(row["text"]),
         at=datetime.fromisoformat(row["at"]),
         step=bool(row["step"]),
-        files=tuple(File(**{**f, "name": _legacy(f["name"])}) for f in json.loads(row["files"])),
+        files=_files(row["files"]),
     )
     return Stored(
         message=message,
@@ -161,6 +164,20 @@ def stored_from_row(row: Record) -> Stored:
         weight=row["weight"],
         step_index=row["sidx"],
     )
+
+
+def message_line(row: Record, thread: str) -> str:
+    """A message's line (`line_of`) from the columns of it that `search_details` reads."""
+    message = Message(
+        id=row["message"], thread=thread, author=_legacy(row["author"]),
+        to=_legacy(row["addressee"]), text=_legacy(row["text"]),
+        at=datetime.fromisoformat(row["at"]), files=_files(row["files"]),
+    )  # fmt: skip
+    return line_of(message)
+
+
+def _files(text: str) -> tuple[File, ...]:
+    return tuple(File(**{**f, "name": _legacy(f["name"])}) for f in json.loads(text))
 
 
 def _legacy(text: str) -> str:
@@ -274,43 +291,53 @@ def call_key(model: str, prompts: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps([model, list(prompts)]).encode("utf-8")).hexdigest()
 
 
+def model_digest(model: str) -> str:
+    """The key a model key is kept once under (`call_model`)."""
+    return hashlib.blake2b(model.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def pack(ask: Ask) -> bytes:
+    """A call's prompts, answers and line as one compressed JSON array (its `packed` column)."""
+    whole = [list(ask.prompts), list(ask.answers), ask.line]
+    return zlib.compress(json.dumps(whole, ensure_ascii=False).encode("utf-8"))
+
+
 def call_row(ask: Ask, model: str, n: int) -> Params:
+    """The parameters of `insert_call_model` and `insert_call`."""
     return {
         "thread": ask.thread, "key": call_key(model, ask.prompts), "n": n, "model": model,
-        "level": ask.level, "idx": ask.index,
-        "prompts": json.dumps(list(ask.prompts), ensure_ascii=False),
-        "answers": json.dumps(list(ask.answers), ensure_ascii=False),
-        "line": ask.line, "outcome": ask.outcome, "input_tokens": ask.input_tokens,
+        "model_key": model_digest(model), "level": ask.level, "idx": ask.index,
+        "packed": pack(ask), "outcome": ask.outcome, "input_tokens": ask.input_tokens,
         "output_tokens": ask.output_tokens, "agent": ask.agent,
     }  # fmt: skip
 
 
 def ask_from_row(row: Record) -> Ask:
+    """A call from its row: packed, or whole as the rows written before `call_packed` are."""
+    packed = row["packed"]
+    prompts, answers, line = (
+        json.loads(zlib.decompress(packed)) if packed is not None
+        else (json.loads(row["prompts"]), json.loads(row["answers"]), row["line"])
+    )  # fmt: skip
     return Ask(
-        thread=row["thread"],
-        agent=row["agent"],
-        level=row["level"],
-        index=row["idx"],
-        prompts=tuple(json.loads(row["prompts"])),
-        answers=tuple(json.loads(row["answers"])),
-        line=row["line"],
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
+        thread=row["thread"], agent=row["agent"], level=row["level"], index=row["idx"],
+        prompts=tuple(prompts), answers=tuple(answers), line=line,
+        input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
         outcome=row["outcome"],
-    )
+    )  # fmt: skip
 
 
 def _search_row(
     *, thread: str, agent: str, line: bool, level: int, index: int, message: str | None,
     since: datetime, at: datetime, text: str, language: str,
 ) -> Params:  # fmt: skip
-    """A row of the search index: `text` and the days from `since` to `at`, stemmed in
-    `language` and keyed by the thread and the agent."""
+    """A row of the search index: the terms of `text` and of the days from `since` to `at`,
+    stemmed in `language` (the text itself is read from its summary or message)."""
     found = terms.indexed(text, since, at, language)
     return {
         "thread": thread, "agent": agent, "line": line, "level": level, "idx": index,
-        "message": message, "since": format_at(since), "at": format_at(at), "text": text,
-        "words": terms.keyed(terms.key(thread, agent), found), "length": len(found),
+        "message": message, "since": format_at(since), "at": format_at(at),
+        "words": terms.spaced(found), "length": len(found),
     }  # fmt: skip
 
 

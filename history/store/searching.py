@@ -24,8 +24,12 @@ class SearchReads:
         found = await self.tx.fetch("search_unposted", thread=self.thread, agent=agent)
         return _columns(found, "line", "level", "idx", "words", "length", "at")
 
-    async def frequencies(self, terms: Sequence[str], *, cap: int) -> list[tuple[Any, ...]]:
-        found = await self.tx.fetch("search_frequencies", terms=list(terms), cap=cap)
+    async def frequencies(
+        self, agent: str, terms: Sequence[str], *, cap: int
+    ) -> list[tuple[Any, ...]]:
+        found = await self.tx.fetch(
+            "search_frequencies", thread=self.thread, agent=agent, terms=list(terms), cap=cap
+        )
         return _columns(found, "term", "line", "count", "last")
 
     async def newest(self, agent: str, term: str, *, line: bool, cap: int) -> list[tuple[Any, ...]]:
@@ -34,9 +38,11 @@ class SearchReads:
         )
         return _columns(found, "term", "line", "level", "idx", "n", "length", "at")
 
-    async def held(self, keys: Sequence[tuple[str, bool, int, int]]) -> list[tuple[Any, ...]]:
+    async def held(
+        self, agent: str, keys: Sequence[tuple[str, bool, int, int]]
+    ) -> list[tuple[Any, ...]]:
         found = await self.tx.fetch(
-            "search_held", keys=[list(key) for key in keys],
+            "search_held", thread=self.thread, agent=agent, keys=[list(key) for key in keys],
             key_terms=[k[0] for k in keys], key_lines=[k[1] for k in keys],
             key_levels=[k[2] for k in keys], key_indexes=[k[3] for k in keys],
         )  # fmt: skip
@@ -64,7 +70,18 @@ class SearchReads:
             key_agents=[k[0] for k in keys], key_lines=[k[1] for k in keys],
             key_levels=[k[2] for k in keys], key_indexes=[k[3] for k in keys],
         )  # fmt: skip
-        return _columns(found, "agent", "line", "level", "idx", "message", "since", "text")
+        return [
+            (
+                r["agent"],
+                r["line"],
+                r["level"],
+                r["idx"],
+                r["message"],
+                r["since"],
+                r["summary"] if r["line"] else rows.message_line(r, self.thread),
+            )
+            for r in found
+        ]
 
 
 def _columns(found: Sequence[rows.Record], *columns: str) -> list[tuple[Any, ...]]:

@@ -34,13 +34,14 @@ from .moves import Move, move_from_row, move_row
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
 from .searching import SearchReads
-from .writes import apply, foreign, index_lines, index_thread, post, thread_records
+from .writes import apply, foreign, index_lines, index_thread, insert_calls, post, thread_records
 
 log = logging.getLogger(__name__)
 
 _ERASED = (
-    "erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search",
-    "erase_moves", "erase_generations", "erase_generation_shown", "erase_names",
+    "erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search_terms",
+    "erase_search_words", "erase_search", "erase_moves", "erase_generations",
+    "erase_generation_shown", "erase_names",
 )  # fmt: skip
 """What an erase deletes and counts, the outline first (see `queries.sql`)."""
 
@@ -130,7 +131,8 @@ class SQLStore:
         if recorded == [self.language]:
             return
         log.info("indexing %r for search in %s", self.url, self.language)
-        await tx.execute("clear_search")
+        for name in ("clear_search_terms", "clear_search_words", "clear_search"):
+            await tx.execute(name)
         await tx.execute("clear_search_language")
         for found in await tx.fetch("indexed_threads"):
             await index_thread(tx, found["thread"], self.language)
@@ -157,6 +159,10 @@ class SQLStore:
         return None
 
     async def outline(self, thread: str) -> Outline | None:
+        # Read beside the writers; only a row lost to a crash is made, as a write.
+        row = await self._sql.run(lambda tx: tx.one("outline", thread=thread), mode="read")
+        if row is not None:
+            return rows.outline_from_row(row)
         read_only = self._sql.read_only
 
         async def read(tx: Transaction) -> Outline | None:
@@ -176,21 +182,23 @@ class SQLStore:
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
         found = await self._sql.run(
-            lambda tx: tx.fetch("pending", thread=thread, after=after, limit=limit)
+            lambda tx: tx.fetch("pending", thread=thread, after=after, limit=limit), mode="read"
         )
         return [rows.stored_from_row(r) for r in found]
 
     async def natives(self, thread: str, after: int) -> dict[str, str]:
-        found = await self._sql.run(lambda tx: tx.fetch("natives", thread=thread, after=after))
+        found = await self._sql.run(
+            lambda tx: tx.fetch("natives", thread=thread, after=after), mode="read"
+        )
         return {r["id"]: r["native"] for r in found}
 
     async def message(self, id: str) -> Stored | None:
-        row = await self._sql.run(lambda tx: tx.one("message", id=id))
+        row = await self._sql.run(lambda tx: tx.one("message", id=id), mode="read")
         return None if row is None else rows.stored_from_row(row)
 
     async def messages(self, thread: str, first: int, last: int) -> list[Stored]:
         found = await self._sql.run(
-            lambda tx: tx.fetch("messages", thread=thread, first=first, last=last)
+            lambda tx: tx.fetch("messages", thread=thread, first=first, last=last), mode="read"
         )
         return [rows.stored_from_row(r) for r in found]
 
@@ -198,7 +206,8 @@ class SQLStore:
         self, thread: str, level: int, index: int, *, agent: str = ""
     ) -> Summary | None:
         row = await self._sql.run(
-            lambda tx: tx.one("summary", thread=thread, agent=agent, level=level, index=index)
+            lambda tx: tx.one("summary", thread=thread, agent=agent, level=level, index=index),
+            mode="read",
         )
         return None if row is None else rows.summary_from_row(row)
 
@@ -248,9 +257,8 @@ class SQLStore:
             if asks:
                 found = await tx.one("next_call", thread=before.thread)
                 first = 0 if found is None else found["n"]
-                await tx.executemany(
-                    "insert_call",
-                    [rows.call_row(ask, model, first + k) for k, ask in enumerate(asks)],
+                await insert_calls(
+                    tx, [rows.call_row(ask, model, first + k) for k, ask in enumerate(asks)]
                 )
 
         try:
@@ -330,7 +338,9 @@ class SQLStore:
         return [move_from_row(r) for r in found]
 
     async def weights(self, thread: str, last: int) -> list[tuple[int, int]]:
-        found = await self._sql.run(lambda tx: tx.fetch("weights", thread=thread, last=last))
+        found = await self._sql.run(
+            lambda tx: tx.fetch("weights", thread=thread, last=last), mode="read"
+        )
         return [(r["seq"], r["weight"]) for r in found]
 
     async def nodes(
@@ -346,7 +356,8 @@ class SQLStore:
                 keys=[list(key) for key in keys],
                 levels=[level for level, _ in keys],
                 indexes=[index for _, index in keys],
-            )
+            ),
+            mode="read",
         )
         by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
         return [by_key[key] for key in keys if key in by_key]
@@ -359,7 +370,7 @@ class SQLStore:
         async def read(tx: Transaction) -> list[Hit]:
             await tx.few_rows()
             reads = SearchReads(tx=tx, thread=thread)
-            return await ranking.search(reads, thread, query, limit, language=language, agent=agent)
+            return await ranking.search(reads, query, limit, language=language, agent=agent)
 
         return await self._sql.run(read, mode="snapshot")
 

@@ -1,9 +1,12 @@
 """The embedded default: SQLite through aiosqlite (WAL, explicit `BEGIN IMMEDIATE` transactions).
 
-One connection serves the process, on aiosqlite's thread. A transaction body runs there whole,
-in one hop (not one per statement), under one lock, so a task never reads another task's
+One connection writes for the process, on aiosqlite's thread. A transaction body runs there
+whole, in one hop (not one per statement), under one lock, so a task never reads another task's
 uncommitted writes: this dialect's statements run synchronously and never suspend, so the body's
-coroutine completes in a single step. A SQLite file has one writer at a time (`BEGIN IMMEDIATE`),
+coroutine completes in a single step. Reads (`read` and `snapshot` bodies) run on a second
+connection with a thread and a lock of its own, from the last commit (WAL lets a reader read
+beside the writer): a view never waits for a lane's write transaction, nor for the writes queued
+before it. A SQLite file has one writer at a time (`BEGIN IMMEDIATE`),
 which is the thread lock and the migrations' lock; one process owns a file, so every claim is
 granted. Driver errors become StoreError here and nowhere else.
 """
@@ -40,7 +43,11 @@ copied once for all of them, so a commit costs about the same at a thread's 50,0
 as at its 1,000th (with 1,000, a commit's share of the copying grew by 60% over 50,000)."""
 T = TypeVar("T")
 
-_BEGIN: dict[Mode, str | None] = {"auto": None, "snapshot": "BEGIN", "write": "BEGIN IMMEDIATE"}
+_BEGIN: dict[Mode, str | None] = {
+    "auto": None, "read": None, "snapshot": "BEGIN", "write": "BEGIN IMMEDIATE",
+}  # fmt: skip
+_READS: tuple[Mode, ...] = ("read", "snapshot")
+"""The bodies the reading connection runs."""
 
 
 class _NoCalls(logging.Filter):
@@ -95,6 +102,10 @@ class SQLite:
         self._create = create and not read_only
         self._db: aiosqlite.Connection | None = None
         self._lock = anyio.Lock()
+        self._reader: aiosqlite.Connection | None = None
+        """Reads beside the writer (none in memory, where a second connection is another
+        database, nor when only reading)."""
+        self._reading = anyio.Lock()
 
     async def connect(self, recognise: Callable[[], Awaitable[set[str]]]) -> bool:
         logging.getLogger("aiosqlite").addFilter(_NO_CALLS)  # no message text in a log (once)
@@ -113,7 +124,19 @@ class SQLite:
                 return False
             await self.close()
         await self._connect(read_only=False)
+        if not memory:
+            self._reader = await self._open_reader()
         return True
+
+    async def _open_reader(self) -> aiosqlite.Connection:
+        try:
+            reader = await _connect(self.url, uri=False)
+            for pragma in ("busy_timeout = 30000", "query_only = ON"):
+                await reader.execute(f"PRAGMA {pragma}")
+        except sqlite3.Error as exc:
+            await self.close()
+            raise StoreError(f"cannot open the SQLite store {self.url!r}: {exc}") from exc
+        return reader
 
     async def _has_tables(self) -> bool:
         return bool(await self.run(lambda tx: tx.fetch("tables")))
@@ -149,6 +172,9 @@ class SQLite:
                 raise StoreError(f"cannot open the SQLite store {self.url!r}: {again}") from again
 
     async def close(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            await reader.close()
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
@@ -158,13 +184,15 @@ class SQLite:
         return self._db is None
 
     async def run(self, body: Body[T], *, mode: Mode = "auto") -> T:
-        async with self._lock:
-            if self._db is None:
+        reader = self._reader if mode in _READS else None
+        async with self._reading if reader is not None else self._lock:
+            db = reader or self._db
+            if db is None or self._db is None:
                 raise ClosedError(f"the store {self.url!r} is closed")
             try:
                 # aiosqlite runs every call this way; its method for it is private and untyped.
-                done: T = await self._db._execute(  # type: ignore[no-untyped-call]
-                    partial(_drive, body, _BEGIN[mode]), self._db._conn
+                done: T = await db._execute(  # type: ignore[no-untyped-call]
+                    partial(_drive, body, _BEGIN[mode]), db._conn
                 )
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.url!r}: {exc}") from exc

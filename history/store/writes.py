@@ -60,6 +60,15 @@ async def store_message(tx: Transaction, message: Params, outline: Params) -> Re
     return placed
 
 
+async def insert_calls(tx: Transaction, calls: Sequence[Params]) -> None:
+    """Record calls (`rows.call_row`), their model keys kept once."""
+    if not calls:
+        return
+    models = {c["model_key"]: c for c in calls}
+    await tx.executemany("insert_call_model", list(models.values()))
+    await tx.executemany("insert_call", calls)
+
+
 async def post(tx: Transaction, thread: str, *, length: int | None = None) -> None:
     """Write the postings of the thread's search rows that wait for them: all of them, or, given
     the thread's `length` in messages, only when they are `due` (lines do not count: they go
@@ -68,6 +77,7 @@ async def post(tx: Transaction, thread: str, *, length: int | None = None) -> No
         found = await tx.one("unposted", thread=thread)
         if found is None or not due(length, found["count"], found["terms"]):
             return
+    await tx.execute("post_words", thread=thread)
     await tx.execute("post_search", thread=thread)
     await tx.execute("mark_posted", thread=thread)
 
@@ -150,6 +160,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
     if plan.clear:
         await tx.execute("erase_summaries", thread=plan.thread)
         await tx.execute("erase_moves", thread=plan.thread)  # drawn from the old lines
+        await tx.execute("clear_line_terms", thread=plan.thread)
         await tx.execute("clear_lines", thread=plan.thread)
     await tx.executemany(
         "insert_loaded_message",
@@ -159,7 +170,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
     await tx.executemany("insert_summary", [rows.summary_row(node) for node in plan.summaries])
     await index_lines(tx, plan.thread, plan.summaries, language)
     await post(tx, plan.thread)
-    await tx.executemany("insert_call", [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
+    await insert_calls(tx, [rows.call_row(c.ask, c.model, c.n) for c in plan.calls])
     if plan.write == "create":
         row = rows.outline_row(plan.outline) if plan.outline else rows.new_outline_row(plan.thread)
         await tx.execute("new_outline", **row)
