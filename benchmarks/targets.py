@@ -72,7 +72,8 @@ def cheapest(runs: Sequence[Run], reference: int, *, world: str = "") -> Target:
                 if mine > theirs:
                     misses.append(
                         f"{ours.corpus} at {ours.budget:,}: {mine:,.0f} against "
-                        f"{other.strategy}'s {theirs:,.0f} ({label}, {mine / theirs:.2f}x)"
+                        f"{other.strategy}'s {theirs:,.0f} ({label}, {mine / theirs:.2f}x"
+                        f"{_with_cold(runs, ours, cost, theirs)})"
                     )
                     wins.append(peer_wins(ours, other, cost))
     numbers = f"{checked - len(misses)} of {checked} comparisons met"
@@ -87,6 +88,18 @@ def cheapest(runs: Sequence[Run], reference: int, *, world: str = "") -> Target:
         if misses
         else "",
     )
+
+
+def _with_cold(runs: Sequence[Run], ours: Run, cost: str, theirs: float) -> str:
+    """What chat-outline costs against the same peer with the cold cut at the cost's provider's
+    cache lifetime (`for_budget(model=...)`), where that control ran."""
+    strategy = next(name for name, judged in COLDS.items() if judged == cost)
+    same = (strategy, ours.corpus, ours.budget)
+    cold = next((r for r in runs if (r.strategy, r.corpus, r.budget) == same), None)
+    if cold is None:
+        return ""
+    spent = cold.total(cost)
+    return f"; with the cold cut, {strategy}: {spent:,.0f}, {spent / theirs:.2f}x"
 
 
 PARTS = ("its prompt's size", "the cache's misses", "the summarizer")

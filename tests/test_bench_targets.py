@@ -52,6 +52,13 @@ def test_a_peer_with_a_smaller_prompt_is_named_with_why_it_wins() -> None:
     peer = measured("harness-sliding-window", growing(HEAD, 12), gap=timedelta(minutes=10))
     target = cheapest([ours, peer], reference=8_000, world=", with caches that expire")
     assert not target.met and "harness-sliding-window's" in target.numbers
+    assert "with the cold cut" not in target.numbers  # no cold control ran
+    cold = replace(peer, strategy="chat-outline-cold")
+    with_cold = cheapest([ours, peer, cold], reference=8_000).numbers
+    assert "(Anthropic-style, 1.98x; with the cold cut, chat-outline-cold: 1,784, 1.00x)" in (
+        with_cold
+    )
+    assert with_cold.count("with the cold cut") == 1  # the OpenAI control did not run
     assert target.why.startswith("Where a peer wins: harness-sliding-window on synthetic at")
     why = peer_wins(ours, peer, "anthropic_cost")
     assert "the gap is its prompt's size: its prompt is smaller" in why
