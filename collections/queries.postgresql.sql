@@ -122,3 +122,12 @@ SELECT t, s.line, s.level, s.idx, count(*)
 FROM search AS s, search_terms(s.words) AS t
 WHERE s.thread = :thread AND NOT s.posted
 GROUP BY t, s.line, s.level, s.idx ORDER BY t, s.line, s.level, s.idx;
+
+-- name: take_lease
+INSERT INTO lease (thread, owner, expires, wanted)
+VALUES (:thread, :owner, extract(epoch FROM clock_timestamp())::double precision + :seconds, 0)
+ON CONFLICT (thread) DO UPDATE SET owner = excluded.owner, expires = excluded.expires, wanted = 0
+WHERE lease.owner = excluded.owner OR lease.expires < extract(epoch FROM clock_timestamp())::double precision;
+
+-- name: renew_lease
+UPDATE lease SET expires = extract(epoch FROM clock_timestamp())::double precision + :seconds WHERE thread = :thread AND owner = :owner;

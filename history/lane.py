@@ -71,6 +71,9 @@ class Lane:
     """A task is processing the thread."""
     dirty: bool = False
     """Messages came while it ran: it looks again before it stops."""
+    shared: bool = False
+    """Another process works on the thread too (seen by its claims): the store is read as if
+    it were shared, for what others committed or stored."""
 
     def drop_reads(self) -> None:
         """Another writer may have moved the thread: what was read of it is dropped. New

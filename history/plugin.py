@@ -145,6 +145,9 @@ class History:
         """Threads whose processing a replay refused, until they are processed."""
         self._hurry = 0
         """Callers of `wait` (and a closing block): no thread waits for more messages."""
+        self._leaving = anyio.Event()
+        self._held_elsewhere: set[str] = set()
+        """Threads another process held when this one claimed them, looked at again later."""
 
     async def __aenter__(self) -> Self:
         if self._closed or self._stack is not None:
@@ -166,6 +169,7 @@ class History:
     ) -> bool | None:
         """On a clean exit, finish processing what was handed over; on an error, stop at once."""
         assert self._stack is not None
+        self._leaving.set()
         if kind is not None and self._group is not None:
             self._group.cancel_scope.cancel()
         else:
@@ -356,7 +360,8 @@ class History:
             while True:
                 lane.dirty = False
                 try:
-                    await self._runner.catch_up(lane, self._linger)
+                    if not await self._runner.catch_up(lane, self._linger):
+                        self._look_again(thread)
                 except UnpinnedError as exc:
                     # Asking again cannot help: the thread waits until the app allows calls.
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})
@@ -393,6 +398,25 @@ class History:
                     return
         finally:
             self._lanes.stop(lane)
+
+    def _look_again(self, thread: str) -> None:
+        """Another process holds the thread: it takes up what this one stored, unless it
+        stopped or died. Look again once its claim could have lapsed (not counted as work in
+        flight: `wait` and leaving the block do not wait for it)."""
+        if thread in self._held_elsewhere or self._leaving.is_set():
+            return
+        self._held_elsewhere.add(thread)
+
+        async def later() -> None:
+            try:
+                with anyio.move_on_after(self.store.lease):
+                    await self._leaving.wait()
+            finally:
+                self._held_elsewhere.discard(thread)
+            if not self._leaving.is_set():
+                self._schedule(thread)
+
+        self._open().start_soon(later, name=f"history:{thread}:held")
 
 
 def _is_model(model: object) -> TypeIs[Model]:

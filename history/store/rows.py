@@ -49,6 +49,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0019_search_corpus", "search_corpus.sql"),
     ("0020_fallback", "fallback.sql"),
     ("0036_move", "move.sql"),
+    ("0060_lease", "lease.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
