@@ -26,6 +26,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ._checks import optional_text
+from .adopting import Recorded
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
 from .contract import Message, Outline, Stored
@@ -38,7 +39,7 @@ from .errors import (
     SummarizerError,
     UnpinnedError,
 )
-from .lane import LINGER, Lane, Lanes
+from .lane import LINGER, Lane, Lanes, Lookouts
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
@@ -77,6 +78,7 @@ class History:
         max_pause: float = 60.0,
         on_ask: AskListener | None = None,
         process: bool = True,
+        adopt_settings: bool = False,
     ) -> None:
         """Check the settings and resolve the summarizer; nothing is opened or called yet.
 
@@ -102,6 +104,8 @@ class History:
                 opening; False only stores, and leaves the processing to workers that share the
                 store (`chat-outline worker`), which call `catch_up`: the model `settings` names
                 is resolved (its key read) only then, so a History that only stores needs none.
+            adopt_settings: threads recorded with other settings go on with these (recorded
+                anew) instead of being refused at once (`history.adopting`).
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -145,9 +149,8 @@ class History:
         """Threads whose processing a replay refused, until they are processed."""
         self._hurry = 0
         """Callers of `wait` (and a closing block): no thread waits for more messages."""
-        self._leaving = anyio.Event()
-        self._held_elsewhere: set[str] = set()
-        """Threads another process held when this one claimed them, looked at again later."""
+        self._recorded = Recorded(settings, adopt=adopt_settings)
+        self._lookouts = Lookouts()
 
     async def __aenter__(self) -> Self:
         if self._closed or self._stack is not None:
@@ -169,7 +172,7 @@ class History:
     ) -> bool | None:
         """On a clean exit, finish processing what was handed over; on an error, stop at once."""
         assert self._stack is not None
-        self._leaving.set()
+        self._lookouts.leaving.set()
         if kind is not None and self._group is not None:
             self._group.cancel_scope.cancel()
         else:
@@ -218,6 +221,7 @@ class History:
             cost = weight(message, self.settings.encoding)
         if not self._processing:
             return await self.store.add(message, cost, native=native)
+        await self._recorded.check(self.store, [message.thread])
         lane = self._lanes.get(message.thread)
         generation = lane.generation
         stored = await self.store.add(message, cost, native=native)
@@ -276,6 +280,7 @@ class History:
         if isinstance(self.summarizer, Deferred):
             self.summarizer.resolve()  # a worker without its key stops here, before any thread
         behind = await self.store.behind()
+        await self._recorded.check(self.store, behind)
         chosen = [thread for thread in behind if not self._lanes.running(thread)]
         if limit is not None:
             random.shuffle(chosen)
@@ -361,7 +366,7 @@ class History:
                 lane.dirty = False
                 try:
                     if not await self._runner.catch_up(lane, self._linger):
-                        self._look_again(thread)
+                        self._lookouts.watch(thread, self._open(), self.store.lease, self._schedule)
                 except UnpinnedError as exc:
                     # Asking again cannot help: the thread waits until the app allows calls.
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})
@@ -398,25 +403,6 @@ class History:
                     return
         finally:
             self._lanes.stop(lane)
-
-    def _look_again(self, thread: str) -> None:
-        """Another process holds the thread: it takes up what this one stored, unless it
-        stopped or died. Look again once its claim could have lapsed (not counted as work in
-        flight: `wait` and leaving the block do not wait for it)."""
-        if thread in self._held_elsewhere or self._leaving.is_set():
-            return
-        self._held_elsewhere.add(thread)
-
-        async def later() -> None:
-            try:
-                with anyio.move_on_after(self.store.lease):
-                    await self._leaving.wait()
-            finally:
-                self._held_elsewhere.discard(thread)
-            if not self._leaving.is_set():
-                self._schedule(thread)
-
-        self._open().start_soon(later, name=f"history:{thread}:held")
 
 
 def _is_model(model: object) -> TypeIs[Model]:

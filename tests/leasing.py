@@ -1,9 +1,10 @@
 """Processes for the claim tests: each opens the store with a short lease.
 
-    python -m tests.leasing ingest URL FILE.jsonl LEASE START  # store and process messages
-    python -m tests.leasing slow URL LEASE                      # a worker taking its time
+    python -m tests.leasing ingest URL FILE.jsonl LEASE GATE  # store and process messages
+    python -m tests.leasing slow URL LEASE                     # a worker taking its time
 
-`START` is when the storing begins (a `time.time()`), the same for every process.
+`GATE` is a directory: an ingesting process, once open, leaves a file there named for its
+process id, and starts storing once a file `go` is there, so that the processes store at once.
 
 Each prints, when it ends, how many times its summarizer was asked (`{"replies": N}`).
 """
@@ -11,8 +12,8 @@ Each prints, when it ends, how many times its summarizer was asked (`{"replies":
 from __future__ import annotations
 
 import json
+import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,10 +49,12 @@ class Counted(Echo):
         return await super().reply(task, prompts, answers)
 
 
-async def _ingest(url: str, lines: list[str], lease: float, start: float) -> int:
+async def _ingest(url: str, lines: list[str], lease: float, gate: Path) -> int:
     model = Counted()
     async with History(SETTINGS, store=leased(url, lease), model=model) as history:
-        await anyio.sleep(start - time.time())  # the processes store at the same time
+        (gate / str(os.getpid())).touch()
+        while not (gate / "go").exists():  # noqa: ASYNC110 (made by another process)
+            await anyio.sleep(0.01)
         for line in lines:
             await history.message_created(Message.from_json(json.loads(line)))
     return model.replies
@@ -70,7 +73,7 @@ if __name__ == "__main__":
     command, url, *rest = sys.argv[1:]
     if command == "ingest":
         lines = Path(rest[0]).read_text(encoding="utf-8").splitlines()
-        replies = anyio.run(_ingest, url, lines, float(rest[1]), float(rest[2]))
+        replies = anyio.run(_ingest, url, lines, float(rest[1]), Path(rest[2]))
     else:
         replies = anyio.run(_slow, url, float(rest[0]))
     print(json.dumps({"replies": replies}), flush=True)

@@ -9,7 +9,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -113,12 +112,15 @@ def test_three_processes_ingesting_into_one_store_ask_for_each_line_once(
     messages = conversations(THREADS, 30, seed=7)
     parts = [write_jsonl(tmp_path / f"part{k}.jsonl", messages[k::3]) for k in range(3)]
     logs = [tmp_path / f"ingest{k}.log" for k in range(3)]
-    start = str(time.time() + 5)
+    gate = tmp_path / "gate"
+    gate.mkdir()
     processes = [
-        spawn("-m", "tests.leasing", "ingest", database, str(part), "30", start, log=log)
+        spawn("-m", "tests.leasing", "ingest", database, str(part), "30", str(gate), log=log)
         for part, log in zip(parts, logs, strict=True)
     ]
     try:
+        wait_until(lambda: len(list(gate.iterdir())) == 3 or any(p.poll() for p in processes))
+        (gate / "go").touch()  # all three open: they store at the same time
         replies = [_replies(p, log) for p, log in zip(processes, logs, strict=True)]
     finally:
         for process in processes:
