@@ -17,8 +17,10 @@ import anyio
 import pytest
 
 from history import History
+from history.errors import StoreError
 from history.store import Store
 from history.store.claims import ClaimLapsedError, Claims
+from history.store.sql import SQLStore
 
 from .conftest import message
 from .leasing import leased
@@ -208,3 +210,22 @@ async def test_the_claims_of_a_process_that_died_on_this_host_are_taken_at_once(
             )
             async with store.claim("t") as claim:
                 assert bool(claim) is granted
+
+
+@pytest.mark.anyio
+async def test_a_store_closes_when_giving_up_its_claims_fails(
+    database: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = leased(database, 30)
+    assert isinstance(store, SQLStore)
+    await store.open()
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise StoreError("the disk is full")
+
+    async with store.claim("t") as claim:
+        assert claim
+        monkeypatch.setattr(store._sql, "run", broken)
+        await store.close()  # the leases lapse by themselves
+    assert store._sql.closed
+    assert "giving up the claims failed (the disk is full)" in caplog.text

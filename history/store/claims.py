@@ -122,9 +122,12 @@ class Claims:
         """Give up every lease this store holds (a store that closes processes nothing)."""
         if self._held:
             self._held.clear()
-            await self._database.run(
-                lambda tx: tx.execute("release_leases", owner=self._owner), mode="write"
-            )
+            try:
+                await self._database.run(
+                    lambda tx: tx.execute("release_leases", owner=self._owner), mode="write"
+                )
+            except StoreError as exc:
+                log.warning("giving up the claims failed (%s); they lapse by themselves", exc)
 
     async def _take(self, tx: Transaction, thread: str) -> Claim:
         before = await tx.one("lease", thread=thread)
