@@ -166,3 +166,12 @@ CROSS JOIN LATERAL (SELECT * FROM generation
                     WHERE thread = :thread AND agent = :agent AND level = k.level
                       AND idx = k.idx AND made <= :upto
                     ORDER BY generation DESC LIMIT 1) AS g;
+
+-- name: take_lease
+INSERT INTO lease (thread, owner, expires, wanted)
+VALUES (:thread, :owner, extract(epoch FROM clock_timestamp())::double precision + :seconds, 0)
+ON CONFLICT (thread) DO UPDATE SET owner = excluded.owner, expires = excluded.expires, wanted = 0
+WHERE lease.owner = excluded.owner OR lease.expires < extract(epoch FROM clock_timestamp())::double precision;
+
+-- name: renew_lease
+UPDATE lease SET expires = extract(epoch FROM clock_timestamp())::double precision + :seconds WHERE thread = :thread AND owner = :owner;

@@ -404,6 +404,32 @@ FROM move WHERE thread = :thread ORDER BY seq;
 -- name: erase_moves
 DELETE FROM move WHERE thread = :thread;
 
+-- name: lease
+-- A thread's lease, whoever holds it (`claims.py`).
+SELECT owner, wanted FROM lease WHERE thread = :thread;
+
+-- name: take_lease
+-- The lease for `owner`, unless another holds one that has not lapsed: one row changed when
+-- taken. The clock is the database's (seconds since 1970).
+INSERT INTO lease (thread, owner, expires, wanted)
+VALUES (:thread, :owner, (julianday('now') - 2440587.5) * 86400.0 + :seconds, 0)
+ON CONFLICT (thread) DO UPDATE SET owner = excluded.owner, expires = excluded.expires, wanted = 0
+WHERE lease.owner = excluded.owner OR lease.expires < (julianday('now') - 2440587.5) * 86400.0;
+
+-- name: renew_lease
+-- One row changed while `owner` still holds the lease (lapsed or not, nobody took it over).
+UPDATE lease SET expires = (julianday('now') - 2440587.5) * 86400.0 + :seconds WHERE thread = :thread AND owner = :owner;
+
+-- name: want_lease
+UPDATE lease SET wanted = 1 WHERE thread = :thread;
+
+-- name: release_lease
+UPDATE lease SET expires = 0, wanted = 0 WHERE thread = :thread AND owner = :owner;
+
+-- name: release_leases
+-- Every lease of a store that closes.
+UPDATE lease SET expires = 0 WHERE owner = :owner;
+
 -- name: weights
 SELECT seq, weight FROM message WHERE thread = :thread AND seq <= :last ORDER BY seq;
 

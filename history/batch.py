@@ -121,19 +121,21 @@ class Runner:
         """Each thread's display names, read at its claim and again when a commit finds it moved
         (a rename moves it)."""
 
-    async def catch_up(self, lane: Lane, linger: Linger) -> None:
-        """Process what is pending for the lane's thread, if this process may claim it.
+    async def catch_up(self, lane: Lane, linger: Linger) -> bool:
+        """Process what is pending for the lane's thread, if this process may claim it: False
+        when another process holds the thread (and takes up what is pending, unless it stopped).
 
         Messages that only join the tail wait for a later commit while the claim is held:
         `linger` waits for the thread's next message (it sets `lane.dirty`); once it comes
         to nothing, they are committed on their own, before the claim is let go.
         """
         while True:
-            async with self.store.claim(lane.thread) as granted:
-                if not granted:  # another process holds it, and looks again when it lets go
-                    return
+            async with self.store.claim(lane.thread) as claim:
+                if not claim:  # another process holds it, and looks again when it lets go
+                    return False
                 self._names.pop(lane.thread, None)
-                if self.store.shared:
+                lane.shared |= claim.others
+                if self._shared(lane):
                     await self._refresh(lane)
                 while True:
                     lane.dirty = False
@@ -143,12 +145,13 @@ class Runner:
                     if not lane.dirty:
                         await self.flush(lane)
                         break
-            if not self.store.shared:
-                return
+            lane.shared |= claim.others
+            if not self._shared(lane):
+                return True
             # Another process that stored a message while we held the claim was refused it.
             state = lane.outline
             if state is None or not await self.store.pending(lane.thread, state.position, 1):
-                return
+                return True
 
     async def _refresh(self, lane: Lane) -> None:
         """Start a claim from the committed outline: another process may have moved it since.
@@ -215,15 +218,20 @@ class Runner:
                     whole = {item.id for item in state.tail}
                     lane.recent = recent = {id: s for id, s in recent.items() if id in whole}
             else:  # the whole batch is done
-                if self.store.shared and (handed or len(batch) < BATCH):
+                if self._shared(lane) and (handed or len(batch) < BATCH):
                     # `catch_up` waits for what this process hands over, and looks for what
                     # others stored once it has let the claim go.
                     return
 
+    def _shared(self, lane: Lane) -> bool:
+        """Other processes may process or store the lane's thread: a shared store, or a SQLite
+        file whose claims showed another process at work on it."""
+        return self.store.shared or lane.shared
+
     def _all_handed(self, lane: Lane, state: Outline) -> bool:
         """Nothing can be pending past `state` that was not handed over: no other process
-        writes the store, and the lane's newest row is processed."""
-        return not self.store.shared and lane.newest is not None and lane.newest <= state.position
+        writes the thread, and the lane's newest row is processed."""
+        return not self._shared(lane) and lane.newest is not None and lane.newest <= state.position
 
     async def flush(self, lane: Lane) -> None:
         """Commit the messages that joined the tail and wait for a later message's commit.

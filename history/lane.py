@@ -11,10 +11,11 @@ not grow the process for months.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import anyio
+from anyio.abc import TaskGroup
 
 from .asking import Memory
 from .contract import Outline, Stored, Summary
@@ -77,6 +78,9 @@ class Lane:
     """A task is processing the thread."""
     dirty: bool = False
     """Messages came while it ran: it looks again before it stops."""
+    shared: bool = False
+    """Another process works on the thread too (seen by its claims): the store is read as if
+    it were shared, for what others committed or stored."""
 
     def drop_reads(self) -> None:
         """Another writer may have moved the thread: what was read of it is dropped. New
@@ -200,3 +204,28 @@ class Lanes:
         lane.forget()
         if not lane.running and self.holds(lane):
             del self._lanes[lane.thread]
+
+
+class Lookouts:
+    """Threads another process held when this one claimed them. That process takes up what this
+    one stored, unless it stopped or died: each is looked at again once its claim could have
+    lapsed, unless the History is leaving (`wait` and leaving the block do not wait for them)."""
+
+    def __init__(self) -> None:
+        self.leaving = anyio.Event()
+        self._threads: set[str] = set()
+
+    def watch(
+        self, thread: str, group: TaskGroup, after: float, schedule: Callable[[str], None]
+    ) -> None:
+        """Call `schedule(thread)` in `after` seconds (once, however often it is watched)."""
+        if thread not in self._threads and not self.leaving.is_set():
+            self._threads.add(thread)
+            group.start_soon(self._later, thread, after, schedule, name=f"history:{thread}:held")
+
+    async def _later(self, thread: str, after: float, schedule: Callable[[str], None]) -> None:
+        with anyio.move_on_after(after):
+            await self.leaving.wait()
+        self._threads.discard(thread)
+        if not self.leaving.is_set():
+            schedule(thread)

@@ -26,6 +26,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ._checks import argument_text, optional_argument_text, optional_text, whole
+from .adopting import Recorded
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
 from .breaker import OPEN_AFTER, Health, WhenDown
@@ -39,7 +40,7 @@ from .errors import (
     SummarizerError,
     UnpinnedError,
 )
-from .lane import LINGER, STORE_CLOSE, Lane, Lanes
+from .lane import LINGER, STORE_CLOSE, Lane, Lanes, Lookouts
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
@@ -85,6 +86,7 @@ class History:
         close_timeout: float = 10.0,
         max_failures: int = OPEN_AFTER,
         when_down: WhenDown = "fall back",
+        adopt_settings: bool = False,
     ) -> None:
         """Check the settings and resolve the summarizer; nothing is opened or called yet.
 
@@ -113,6 +115,8 @@ class History:
             close_timeout: seconds leaving the block waits for work in flight, then cancels it.
             max_failures, when_down: failures in a row that open the summarizer's breaker, and
                 "fall back" (lines cut at once) or "stop" while open (`history.breaker`).
+            adopt_settings: threads recorded with other settings go on with these (recorded
+                anew) instead of being refused at once (`history.adopting`).
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -159,6 +163,8 @@ class History:
         """Threads whose processing a replay refused, until they are processed."""
         self._hurry = 0
         """Callers of `wait` (and a closing block): no thread waits for more messages."""
+        self._recorded = Recorded(settings, adopt=adopt_settings)
+        self._lookouts = Lookouts()
 
     async def __aenter__(self) -> Self:
         if self._closed or self._stack is not None:
@@ -180,6 +186,7 @@ class History:
     ) -> bool | None:
         """On a clean exit, finish what was handed over (`close_timeout`); on an error, stop."""
         assert self._stack is not None
+        self._lookouts.leaving.set()
         if kind is None:
             self._hasten()  # what waits is committed before the block ends
         if self._group is not None and (kind is not None or not await self._lanes.settle()):
@@ -229,6 +236,7 @@ class History:
             cost = weight(message, self.settings.encoding)
         if not self._processing:
             return await self.store.add(message, cost, native=native)
+        await self._recorded.check(self.store, [message.thread])
         lane = self._lanes.get(message.thread)
         generation = lane.generation
         stored = await self.store.add(message, cost, native=native)
@@ -303,6 +311,7 @@ class History:
         if isinstance(self.summarizer, Deferred):
             self.summarizer.resolve()  # a worker without its key stops here, before any thread
         behind = await self.store.behind()
+        await self._recorded.check(self.store, behind)
         chosen = [thread for thread in behind if not self._lanes.running(thread)]
         if limit is not None:
             random.shuffle(chosen)
@@ -421,7 +430,8 @@ class History:
             while True:
                 lane.dirty = False
                 try:
-                    await self._runner.catch_up(lane, self._linger)
+                    if not await self._runner.catch_up(lane, self._linger):
+                        self._lookouts.watch(thread, self._open(), self.store.lease, self._schedule)
                 except UnpinnedError as exc:
                     # Asking again cannot help: the thread waits until the app allows calls.
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})

@@ -47,6 +47,8 @@ async def serve(
 
     Raises:
         StoreGoneError: the store's database, schema or tables were dropped.
+        ConfigurationError: at its first look, a thread recorded with other settings than the
+            worker's (`history.adopting`), unless the History adopts its own.
     """
     for name, value, least in (("poll", poll, 0.001), ("grace", grace, 0), ("threads", threads, 1)):
         if value < least:
@@ -59,11 +61,14 @@ async def serve(
                 "worker on %r with %r: looking for work every %.2fs",
                 history.store.url, history.summarizer.name, poll,
             )  # fmt: skip
-            gone: list[StoreGoneError] = []
+            gone: list[StoreGoneError | ConfigurationError] = []
             async with anyio.create_task_group() as group:
 
                 async def look() -> None:
-                    gone.append(await _poll(history, poll, threads))
+                    try:
+                        gone.append(await _poll(history, poll, threads))
+                    except ConfigurationError as exc:  # threads recorded with other settings
+                        gone.append(exc)
                     group.cancel_scope.cancel()
 
                 group.start_soon(look)

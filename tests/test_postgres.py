@@ -46,7 +46,7 @@ async def test_a_claimed_thread_is_refused_to_every_other_claim_until_released(u
     try:
         async with one.claim("t") as first:
             async with one.claim("t") as again, other.claim("t") as elsewhere:
-                assert (first, again, elsewhere) == (True, False, False)
+                assert (bool(first), bool(again), bool(elsewhere)) == (True, False, False)
             async with other.claim("u") as different:
                 assert different
         async with other.claim("t") as after:
@@ -231,3 +231,21 @@ async def test_a_search_is_planned_without_workers_or_compiling(url: str) -> Non
         assert [h.message for h in await store.search("t", "invoices", 5)] == ["t-0"]
     finally:
         await store.close()
+
+
+async def test_connections_wait_for_locks_and_idle_in_transactions_for_a_bounded_time(
+    url: str,
+) -> None:
+    shown = (
+        "SELECT current_setting('lock_timeout'), "
+        "current_setting('idle_in_transaction_session_timeout')"
+    )
+    for where, expected in ((url, ("10s", "30s")), (f"{url}&lock_timeout=2s", ("2s", "30s"))):
+        store = PostgresStore(where)
+        await store.open()
+        try:
+            pool = store._sql._pool  # type: ignore[attr-defined]
+            async with pool.acquire() as db:
+                assert tuple(await db.fetchrow(shown)) == expected
+        finally:
+            await store.close()

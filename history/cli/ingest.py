@@ -177,7 +177,10 @@ async def write_files(
     )  # fmt: skip
     total = sum(len(f.records) for f in files)
     settings = plan.settings
-    async with History(settings, store=db, **fail_fast(max_failures)) as history:
+    # The threads the plan rebuilds take the settings given (`history.adopting`).
+    async with History(
+        settings, store=db, adopt_settings=bool(plan.rebuild), **fail_fast(max_failures)
+    ) as history:
         with bars:
             task = bars.add_task("checking", total=total)
             clashes = await conflicts(history.store, files, advance=lambda: bars.advance(task))

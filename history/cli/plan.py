@@ -9,6 +9,10 @@ it is first processed, and again by a rebuild. From then on:
   rebuilt with the settings given (its recorded calls replayed, the model asked for the rest).
 - `rebuild` defaults to the recorded settings; an option given replaces its value.
 
+`History` and `worker` keep the same rule (`history.adopting`): a thread recorded with other
+settings is refused, unless they adopt their own for it (as `--rebuild` does here, before the
+rebuild).
+
 Threads processed before settings were recorded have none: the options, the environment and
 the defaults apply to them, as before.
 """

@@ -24,6 +24,10 @@ def register(commands: Commands) -> None:
     worker.add_argument("--concurrency", type=int, default=8, help="summarizer calls at once (8)")
     worker.add_argument("--threads", type=int, default=16, help="threads worked on at once (16)")
     worker.add_argument("--json", action="store_true", help="print the counters as JSON on exit")
+    worker.add_argument(
+        "--adopt-settings", action="store_true",
+        help="threads built with other settings go on with these (by default they are refused)",
+    )  # fmt: skip
     budgets(worker)
 
 
@@ -38,7 +42,10 @@ def _worker(args: argparse.Namespace) -> int:
         # SQLite has no lock that other processes see: the app's History processes the threads.
         raise ConfigurationError(f"a worker shares threads through PostgreSQL, not {args.db!r}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    history = History(settings_of(args), store=args.db, concurrency=args.concurrency, process=False)
+    history = History(
+        settings_of(args), store=args.db, concurrency=args.concurrency, process=False,
+        adopt_settings=args.adopt_settings,
+    )  # fmt: skip
     anyio.run(lambda: serve(history, poll=args.poll, grace=args.grace, threads=args.threads))
     counters = dataclasses.asdict(history.counters)
     if args.json:

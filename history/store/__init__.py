@@ -17,6 +17,7 @@ from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
 from ..errors import ConfigurationError
 from ..generated import Generation, Name
 from .changes import Change
+from .claims import Claim
 from .moves import Move
 from .records import Loaded, ThreadRecords
 
@@ -30,6 +31,8 @@ class Store(Protocol):
     a store must ask for the same one, or each indexes the store again when it opens."""
     shared: bool
     """Other processes may process the same threads: each claim starts from what is committed."""
+    lease: float
+    """Seconds a claim on a thread lasts unless renewed (`claims.py`)."""
 
     async def open(self) -> None:
         """Connect and apply any migration not yet recorded."""
@@ -209,10 +212,12 @@ class Store(Protocol):
         """
         ...
 
-    def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
-        """Hold the right to process the thread: yields False when another process holds it.
+    def claim(self, thread: str) -> AbstractAsyncContextManager[Claim]:
+        """Hold the right to process the thread: yields a false Claim when another process
+        holds it.
 
-        A claim ends with its block, or with its process: a worker that dies releases it.
+        A claim ends with its block, or with its lease (`claims.py`): the threads of a process
+        that dies or stops are taken over once it lapses.
         """
         ...
 

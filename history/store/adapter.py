@@ -1,14 +1,13 @@
 """What the SQL store asks of a database: the seam between `sql.SQLStore` and a dialect.
 
-A dialect (`sqlite.py`, `postgres.py`) connects and closes, runs a transaction body, claims
-threads, and translates its driver's errors; the store's methods are written once, as bodies
+A dialect (`sqlite.py`, `postgres.py`) connects and closes, runs a transaction body, and
+translates its driver's errors; the store's methods are written once, as bodies
 over a `Transaction`. Those two files are the only places where SQLite and PostgreSQL differ.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, TypeVar
 
 from .queries import Dialect
@@ -89,5 +88,3 @@ class Database(Protocol):
     async def run(self, body: Body[T], *, mode: Mode = "auto") -> T:
         """Run `body` as `mode` says: ClosedError when closed, StoreError for driver errors."""
         ...
-
-    def claim(self, thread: str) -> AbstractAsyncContextManager[bool]: ...

@@ -1,129 +1,198 @@
-"""Claims on threads across processes that share a PostgreSQL store: one processor per thread.
+"""Claims on threads across processes that share a store: one processor per thread at a time.
 
-A claim is a session advisory lock, `(space, hashtext(thread))`, taken with the non-blocking
-`pg_try_advisory_lock` on one connection per process that is kept for claims and runs no
-transaction: holding a claim blocks nothing but other claims of the thread, and a model call
-made under it holds no transaction open. A process that dies loses its connection, and the
-server releases its claims with it. Session locks are re-entrant, so the threads this process
-holds are also kept in a set, and a second claim of one of them here is refused as well.
+A claim is a lease, a row of the `lease` table (migration 0060), the same on SQLite and on
+PostgreSQL: taken in a write transaction of its own when a thread's processing starts, renewed
+every third of its length while it goes on and by every commit of the thread, and given up when
+it ends or when the store closes. The database's clock says when it lapses. A process that dies,
+or is stopped (SIGSTOP), renews nothing: once its lease lapses, the next process to claim the
+thread takes it over. A process that wakes up after that commits nothing of the thread: each
+commit renews the lease in its own transaction, and finds it taken (`ClaimLapsedError`), so its
+batch is rolled back and left to the new holder. A lease names the host and the process that
+holds it, so the leases of a process that died on this host (a crash, then a restart) are taken
+over at once.
+
+A claim tells its holder whether another process had the thread since this one last held it
+(`Claim.others`, so the holder reads the thread afresh), and, once given up, whether another
+asked for it meanwhile (and left the messages it stored to the holder, which looks for them).
 
 Claims save work; they are not what keeps the data right: every commit still checks the outline's
-version, so a claim lost with a broken connection costs at most a batch done twice, never a
-batch written twice.
+epoch and version, so a lost claim costs at most a batch done twice, never a batch written twice.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import anyio
-import asyncpg
 
-from ..errors import ClosedError, StoreError, StoreGoneError
+from ..errors import ClosedError, ConfigurationError, StoreError
+from .adapter import Database, Transaction
 
 log = logging.getLogger(__name__)
 
-DRIVER_ERRORS = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-    OSError,
-)
-"""What asyncpg raises: server errors, misuse of a connection, its own state errors (a
-connection cut in the middle of an operation), and network failures."""
-
-GONE = (
-    asyncpg.InvalidCatalogNameError,
-    asyncpg.InvalidSchemaNameError,
-    asyncpg.UndefinedTableError,
-)
-"""The database, the schema or the tables are not there: the store was dropped."""
+LEASE = 30.0
+"""Seconds a claim lasts unless renewed: how long the threads of a process that stopped or died
+wait before another takes them over."""
 
 
-def store_error(error: BaseException, url: str) -> StoreError:
-    """A driver error as the store raises it (the one place they are translated), on one line:
-    the server's DETAIL and HINT lines are left out."""
-    reason = str(error).partition("\n")[0]
-    if isinstance(error, GONE):
-        return StoreGoneError(
-            f"the PostgreSQL store {url!r} is gone ({reason}): was its database or schema "
-            "dropped? Restore it, or start again on a new one"
-        )
-    return StoreError(f"PostgreSQL store {url!r}: {reason}")
+class ClaimLapsedError(StoreError):
+    """This process's claim on a thread lapsed and another took it over: the commit is refused."""
 
 
-TAKE = "SELECT pg_try_advisory_lock($1, hashtext($2))"
-RELEASE = "SELECT pg_advisory_unlock($1, hashtext($2))"
+@dataclass(kw_only=True)
+class Claim:
+    """A claim's outcome: true when granted."""
+
+    granted: bool
+    others: bool = False
+    """Another process held the thread since this one last did, or asked for it while this one
+    held it: what this process keeps of the thread may be stale, and what others stored of it
+    waits for this one."""
+
+    def __bool__(self) -> bool:
+        return self.granted
 
 
 class Claims:
-    """This process's claims on threads, on a connection of their own."""
+    """This process's claims on the threads of one store."""
 
-    def __init__(self, dsn: str, *, url: str, space: int) -> None:
+    def __init__(self, database: Database, *, lease: float = LEASE) -> None:
         """Args:
-        dsn: the connection URL.
-        url: the same without its password, for messages.
-        space: the first key of every claim: one per schema, so schemas never meet.
+        database: the store's database, whose own transactions take and renew the leases.
+        lease: seconds a claim lasts unless renewed.
         """
-        self._dsn, self._url, self._space = dsn, url, space
-        self._db: asyncpg.Connection | None = None
-        self._lock = anyio.Lock()
+        if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease > 0:
+            raise ConfigurationError(f"a lease must last more than 0 seconds, got {lease!r}")
+        self._database, self.lease = database, lease
+        self._owner = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex}"
+        """Who holds the leases this store takes: the host, the process, and one name per
+        store, so that two stores of one process claim apart."""
         self._held: set[str] = set()
-        self._closed = False
 
     @asynccontextmanager
-    async def claim(self, thread: str) -> AsyncIterator[bool]:
-        """Hold the thread: True when this process got it, False when someone holds it."""
-        if thread in self._held or not await self._run(TAKE, thread):
-            yield False
+    async def claim(self, thread: str) -> AsyncIterator[Claim]:
+        """Hold the thread while the block runs: a true `Claim` when this process got it (a
+        second claim of a thread this process holds is refused too)."""
+        if thread in self._held:
+            yield Claim(granted=False)
             return
-        self._held.add(thread)
+        self._held.add(thread)  # before waiting: a claim of it meanwhile is refused
         try:
-            yield True
+            claim = await self._database.run(lambda tx: self._take(tx, thread), mode="write")
+        except BaseException:
+            self._held.discard(thread)
+            raise
+        if not claim:
+            self._held.discard(thread)
+            yield claim
+            return
+        failed: BaseException | None = None
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._renewing, thread)
+                try:
+                    yield claim
+                except BaseException as exc:
+                    # Raised again below, as it came: not in the renewing task's group.
+                    failed = exc
+                group.cancel_scope.cancel()
         finally:
             self._held.discard(thread)
             with anyio.CancelScope(shield=True):
-                try:
-                    await self._run(RELEASE, thread)
-                except StoreError as exc:
-                    log.warning(
-                        "thread %r: releasing the claim failed (%s)", thread, exc,
-                        extra={"chat_thread": thread},
-                    )  # fmt: skip
+                claim.others |= await self._release(thread)
+        if failed is not None:
+            raise failed
+
+    async def check(self, tx: Transaction, thread: str) -> None:
+        """In a commit's transaction: renew this process's lease on the thread, if it holds one;
+        ClaimLapsedError when another process took it over."""
+        if thread in self._held and not await self._renew(tx, thread):
+            raise ClaimLapsedError(
+                f"thread {thread!r}: this process's claim lapsed and another took the thread "
+                "over; it carries on from what is committed"
+            )
 
     async def close(self) -> None:
-        """Let every claim go: the connection closes."""
-        async with self._lock:
-            self._closed = True
-            db, self._db = self._db, None
-            if db is not None:
-                await quietly(db.close())
-
-    async def _run(self, sql: str, thread: str) -> bool:
-        async with self._lock:
-            if self._closed:
-                raise ClosedError(f"the store {self._url!r} is closed")
+        """Give up every lease this store holds (a store that closes processes nothing)."""
+        if self._held:
+            self._held.clear()
             try:
-                if self._db is None:
-                    self._db = await asyncpg.connect(self._dsn)
-                # Shielded: a claim taken but never recorded would be held until the process ends.
-                with anyio.CancelScope(shield=True):
-                    done = await self._db.fetchval(sql, self._space, thread)
-                return bool(done)
-            except DRIVER_ERRORS as exc:
-                # A broken connection has lost every claim it held: drop it, so that the next
-                # claim starts a new session.
-                db, self._db = self._db, None
-                if db is not None:
-                    db.terminate()
-                raise store_error(exc, self._url) from exc
+                await self._database.run(
+                    lambda tx: tx.execute("release_leases", owner=self._owner), mode="write"
+                )
+            except StoreError as exc:
+                log.warning("giving up the claims failed (%s); they lapse by themselves", exc)
+
+    async def _take(self, tx: Transaction, thread: str) -> Claim:
+        before = await tx.one("lease", thread=thread)
+        if before is not None and _died(before["owner"]):
+            await tx.execute("release_lease", thread=thread, owner=before["owner"])
+        taken = await tx.execute("take_lease", thread=thread, owner=self._owner, seconds=self.lease)
+        if not taken:
+            await tx.execute("want_lease", thread=thread)
+            return Claim(granted=False)
+        return Claim(granted=True, others=before is not None and before["owner"] != self._owner)
+
+    async def _renew(self, tx: Transaction, thread: str) -> bool:
+        renewed = await tx.execute(
+            "renew_lease", thread=thread, owner=self._owner, seconds=self.lease
+        )
+        return renewed == 1
+
+    async def _renewing(self, thread: str) -> None:
+        """Renew the lease every third of its length; stop once another took it over."""
+        while True:
+            await anyio.sleep(self.lease / 3)
+            try:
+                if not await self._database.run(lambda tx: self._renew(tx, thread), mode="write"):
+                    log.warning(
+                        "thread %r: this process's claim lapsed and another took the thread over",
+                        thread, extra={"chat_thread": thread},
+                    )  # fmt: skip
+                    return
+            except StoreError as exc:  # the database is away for a moment: try again
+                log.warning(
+                    "thread %r: renewing the claim failed (%s)", thread, exc,
+                    extra={"chat_thread": thread},
+                )  # fmt: skip
+
+    async def _release(self, thread: str) -> bool:
+        """Give up the lease: whether another process asked for the thread meanwhile (or took
+        it over)."""
+
+        async def release(tx: Transaction) -> bool:
+            found = await tx.one("lease", thread=thread)
+            await tx.execute("release_lease", thread=thread, owner=self._owner)
+            return found is not None and (found["owner"] != self._owner or bool(found["wanted"]))
+
+        try:
+            return await self._database.run(release, mode="write")
+        except ClosedError:
+            return False  # the store closed first, and gave its leases up
+        except StoreError as exc:
+            log.warning(
+                "thread %r: giving up the claim failed (%s); it lapses by itself", thread, exc,
+                extra={"chat_thread": thread},
+            )  # fmt: skip
+            return True
 
 
-async def quietly(closing: Awaitable[object]) -> None:
-    """Close a connection or pool; a failure to close is logged, not raised."""
+def _died(owner: str) -> bool:
+    """Whether the lease's holder was a process of this host that is no longer running."""
+    host, _, rest = owner.partition("/")
+    pid = rest.partition("/")[0]
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
     try:
-        await closing
-    except DRIVER_ERRORS as exc:
-        log.warning("closing a PostgreSQL connection failed: %s", exc)
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # running as another user's, or no process id
+        return False
+    return False

@@ -7,30 +7,34 @@ all here:
 - a thread's `seq` is assigned under a transaction-scoped advisory lock on the thread, so two
   processes storing messages of one thread at once commit them in order with no gaps (an erase
   and a load take the same lock);
-- processing a thread is claimed with a session advisory lock (`claims.py`), which a process
-  that dies lets go;
+- processing a thread is claimed with a lease (`claims.py`), which another process takes over
+  once a process that died or stopped lets it lapse;
 - migrations are applied under an advisory lock, so workers starting together on an empty
-  database apply each step once.
+  database apply each step once;
+- every connection waits at most `LOCK_TIMEOUT` for a lock, and the server ends a session left
+  idle inside a transaction for `IDLE_IN_TRANSACTION` (a process stopped in the middle of
+  one), so nobody waits on a stopped process's locks for long.
 
 A transaction body runs on one pooled connection, handed back without the pool's reset query.
 The schema is the connection's `search_path` (`postgresql://.../db?search_path=chat`). Driver
-errors become StoreError here (and in `claims.py`) and nowhere else.
+errors become StoreError here (through `driver.py`) and nowhere else.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import anyio
 import asyncpg
 
 from ..errors import ClosedError, StoreError
 from .adapter import Body, Mode
-from .claims import DRIVER_ERRORS, Claims, quietly, store_error
+from .claims import LEASE
+from .driver import DRIVER_ERRORS, quietly, store_error
 from .queries import QUERIES, Dialect, compile_named
 from .rows import MIGRATIONS, Params, Record
 from .sql import SQLStore
@@ -39,7 +43,6 @@ T = TypeVar("T")
 
 _SPACES = (
     "SELECT hashtext('chat-history:seq:' || current_schema()), "
-    "hashtext('chat-history:claim:' || current_schema()), "
     "hashtext('chat-history:migrate:' || current_schema()), current_schema()"
 )
 """Advisory lock namespaces, one per schema: stores in other schemas of a database never meet."""
@@ -55,6 +58,15 @@ row a thread's first message makes (`writes.store_message` is the same for SQLit
 CLOSE_TIMEOUT = 10.0
 """Seconds closing waits for connections in use before it drops them."""
 
+LOCK_TIMEOUT = "10s"
+"""How long a statement waits for a lock (a row another transaction is writing, a thread's seq
+lock) before it fails with a StoreError; the batch is tried again after a pause. A transaction of
+the store holds its locks for milliseconds, so only a stuck process makes anyone wait this long."""
+IDLE_IN_TRANSACTION = "30s"
+"""How long the server lets a session sit idle inside a transaction before it ends it, and lets
+its locks go. The store never waits on anything but the database inside a transaction (model
+calls are made outside), so only a process that was stopped or hung gets there."""
+
 
 class PostgresStore(SQLStore):
     """The collections in a PostgreSQL database, shared by every process that opens it."""
@@ -67,23 +79,25 @@ class PostgresStore(SQLStore):
         language: str | None = None,
         create: bool = True,
         read_only: bool = False,
+        lease: float = LEASE,
     ) -> None:
         """Args:
         url: a `postgresql://` URL; its query parameters are server settings (`search_path`).
-        pool: the most connections this store opens at once, besides the claims' one.
+        pool: the most connections this store opens at once.
         language: the language search stems in (`history.terms`); see `SQLStore`.
         create: make the store's tables where the schema has none; False refuses such a schema.
         read_only: only read (implies not `create`): a store whose migrations are all applied
             is read as it is, so a role that may only SELECT reads it; an older one is migrated.
+        lease: seconds a claim on a thread lasts unless renewed; see `SQLStore`.
         """
         database = PostgreSQL(url, pool=pool, create=create, read_only=read_only)
-        super().__init__(database, language=language)
+        super().__init__(database, language=language, lease=lease)
 
 
 class _Connection(asyncpg.Connection):
     """A pooled connection handed back as it is, without the pool's reset query (a round trip
     at every release): the store leaves nothing in a session to reset (no LISTEN, no session
-    lock, no SET; claims hold their locks on a connection of their own)."""
+    lock, no SET; its settings are the pool's, given when a connection is made)."""
 
     def get_reset_query(self) -> str:
         return ""
@@ -105,14 +119,17 @@ class PostgreSQL:
         self._dsn = url
         self._size = pool
         self._pool: asyncpg.Pool | None = None
-        self._claims: Claims | None = None
         self._spaces: tuple[int, int] = (0, 0)
         """The keys of the thread locks and of the migrations' lock in this schema."""
 
     async def connect(self, recognise: Callable[[], Awaitable[set[str]]]) -> bool:
         try:
             self._pool = await asyncpg.create_pool(
-                self._dsn, min_size=1, max_size=self._size, connection_class=_Connection
+                self._dsn,
+                min_size=1,
+                max_size=self._size,
+                connection_class=_Connection,
+                server_settings=_settings(self._dsn),
             )
         except (*DRIVER_ERRORS, ValueError) as exc:
             reason = str(exc).partition("\n")[0]  # without the server's DETAIL and HINT
@@ -122,11 +139,10 @@ class PostgreSQL:
                 spaces = await db.fetchrow(_SPACES)
         except DRIVER_ERRORS as exc:
             raise store_error(exc, self.url) from exc
-        if spaces is None or spaces[3] is None:
+        if spaces is None or spaces[2] is None:
             raise StoreError(f"{self.url!r}: the search_path names no schema that exists")
-        seq_space, claim_space, migrate_space, _ = spaces
+        seq_space, migrate_space, _ = spaces
         self._spaces = (int(seq_space), int(migrate_space))
-        self._claims = Claims(self._dsn, url=self.url, space=int(claim_space))
         if self._create:
             return True
         done = await recognise()
@@ -135,11 +151,8 @@ class PostgreSQL:
         return not (self.read_only and all(name in done for name, _ in MIGRATIONS))
 
     async def close(self) -> None:
-        claims, self._claims = self._claims, None
         pool, self._pool = self._pool, None
         with anyio.CancelScope(shield=True):
-            if claims is not None:
-                await claims.close()
             if pool is not None:
                 with anyio.move_on_after(CLOSE_TIMEOUT) as waited:
                     await quietly(pool.close())
@@ -181,11 +194,6 @@ class PostgreSQL:
             )
             return found
 
-    def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
-        if self._claims is None:
-            raise ClosedError(f"the store {self.url!r} is closed")
-        return self._claims.claim(thread)
-
 
 class _Transaction:
     """Statements on one pooled connection."""
@@ -223,6 +231,9 @@ class _Transaction:
         )
 
     async def lock_migrations(self) -> None:
+        # Waiting for another process's migration is waiting as long as it takes (not
+        # LOCK_TIMEOUT): a step may index a large store again.
+        await self._db.execute("SET LOCAL lock_timeout = 0")
         await self._db.execute("SELECT pg_advisory_xact_lock($1)", self._migrate_space)
 
     async def few_rows(self) -> None:
@@ -231,6 +242,16 @@ class _Transaction:
         # running them (a term's postings are one thread's, which no estimate of the table's
         # knows: in a store of 100,000 messages the workers alone took 50 ms a statement).
         await self._db.execute("SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0")
+
+
+def _settings(url: str) -> dict[str, str]:
+    """The timeouts every connection is made with, but those the URL sets itself."""
+    named = parse_qs(urlsplit(url).query)
+    given = {
+        "lock_timeout": LOCK_TIMEOUT,
+        "idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION,
+    }
+    return {name: value for name, value in given.items() if name not in named}
 
 
 def _redacted(url: str) -> str:

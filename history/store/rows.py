@@ -52,6 +52,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0036_move", "move.sql"),
     ("0050_call_packed", "call_packed.sql"),
     ("0051_search_compact", "search_compact.sql"),
+    ("0060_lease", "lease.sql"),
     ("0070_generations", "generations.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""

@@ -30,6 +30,7 @@ from ..errors import StoreError
 from ..generated import Generation, Name
 from . import changes, ranking, records, rows
 from .adapter import Body, Database, Transaction
+from .claims import LEASE, Claim, Claims
 from .moves import Move, move_from_row, move_row
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
@@ -53,9 +54,12 @@ class _Stale(Exception):
 class SQLStore:
     """The collections in a SQL database; `SQLiteStore` and `PostgresStore` pick the dialect."""
 
-    def __init__(self, database: Database, *, language: str | None = None) -> None:
+    def __init__(
+        self, database: Database, *, language: str | None = None, lease: float = LEASE
+    ) -> None:
         """Args:
         database: the dialect's connection.
+        lease: seconds a claim on a thread lasts unless renewed (`claims.py`).
         language: the language search stems in (`history.terms`; `simple` stems nothing);
             None for the one the database was indexed in (English for a new one). A read-only
             store searches in the database's.
@@ -65,6 +69,8 @@ class SQLStore:
         self.language = language or terms.DEFAULT_LANGUAGE
         self.url = database.url
         self.shared = database.shared
+        self._claims = Claims(database, lease=lease)
+        self.lease = self._claims.lease
 
     async def open(self) -> None:
         try:
@@ -80,7 +86,11 @@ class SQLStore:
             raise
 
     async def close(self) -> None:
-        await self._sql.close()
+        try:
+            if not self._sql.closed:
+                await self._claims.close()
+        finally:
+            await self._sql.close()
 
     async def _recognise(self) -> set[str]:
         """The applied migrations; StoreError if the database is not a store, or a newer one's."""
@@ -241,6 +251,7 @@ class SQLStore:
         searched = rows.stored_search_rows(processed, language)  # stemmed before it begins
 
         async def write(tx: Transaction) -> None:
+            await self._claims.check(tx, before.thread)
             if await tx.execute("update_outline", **update) != 1:
                 raise _Stale
             if lines_changed:
@@ -443,8 +454,8 @@ class SQLStore:
         body = partial(changes.revise, thread=thread, make=make, language=self.language)
         return await self._sql.run(body, mode="write")
 
-    def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
-        return self._sql.claim(thread)
+    def claim(self, thread: str) -> AbstractAsyncContextManager[Claim]:
+        return self._claims.claim(thread)
 
 
 def _migration(name: str, filename: str, dialect: Dialect) -> Body[None]:

@@ -6,9 +6,9 @@ uncommitted writes: this dialect's statements run synchronously and never suspen
 coroutine completes in a single step. Reads (`read` and `snapshot` bodies) run on a second
 connection with a thread and a lock of its own, from the last commit (WAL lets a reader read
 beside the writer): a view never waits for a lane's write transaction, nor for the writes queued
-before it. A SQLite file has one writer at a time (`BEGIN IMMEDIATE`),
-which is the thread lock and the migrations' lock; one process owns a file, so every claim is
-granted. Driver errors become StoreError here and nowhere else.
+before it. A SQLite file has one writer at a time (`BEGIN IMMEDIATE`), which is the thread lock
+and the migrations' lock; several processes may share a file, and claim its threads as on
+PostgreSQL (`claims.py`). Driver errors become StoreError here and nowhere else.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import logging
 import os
 import sqlite3
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -30,6 +29,7 @@ import anyio
 from ..errors import ClosedError, StoreError
 from . import writes
 from .adapter import Body, Mode
+from .claims import LEASE
 from .queries import QUERIES, Dialect
 from .rows import MIGRATIONS, Params, Record
 from .sql import SQLStore
@@ -75,6 +75,7 @@ class SQLiteStore(SQLStore):
         create: bool = True,
         read_only: bool = False,
         language: str | None = None,
+        lease: float = LEASE,
     ) -> None:
         """Args:
         path: the file, or `:memory:`.
@@ -83,8 +84,10 @@ class SQLiteStore(SQLStore):
         read_only: only read (implies not `create`): a store of ours whose migrations are all
             applied is read through a read-only connection, so a read-only mount serves too.
         language: the language search stems in (`history.terms`); see `SQLStore`.
+        lease: seconds a claim on a thread lasts unless renewed; see `SQLStore`.
         """
-        super().__init__(SQLite(path, create=create, read_only=read_only), language=language)
+        database = SQLite(path, create=create, read_only=read_only)
+        super().__init__(database, language=language, lease=lease)
 
 
 class SQLite:
@@ -201,11 +204,6 @@ class SQLite:
     async def store_message(self, message: Params, outline: Params) -> Record | None:
         body = partial(writes.store_message, message=message, outline=outline)
         return await self.run(body, mode="write")
-
-    @asynccontextmanager
-    async def claim(self, thread: str) -> AsyncIterator[bool]:
-        """Always granted: one process owns a SQLite file, and it runs a thread in one task."""
-        yield True
 
 
 class _Transaction:
