@@ -422,21 +422,23 @@ class SQLStore:
         )
 
     async def names(self, thread: str | None = None) -> list[Name]:
-        return await self._sql.run(lambda tx: changes.read_names(tx, thread))
+        return await self._sql.run(lambda tx: changes.read_names(tx, thread), mode="read")
 
     async def authors(self, thread: str | None = None) -> set[str]:
-        return await self._sql.run(lambda tx: changes.read_authors(tx, thread))
+        return await self._sql.run(lambda tx: changes.read_authors(tx, thread), mode="read")
 
     async def author_threads(self, author: str) -> list[str]:
-        return await self._sql.run(lambda tx: changes.read_author_threads(tx, author))
+        return await self._sql.run(lambda tx: changes.read_author_threads(tx, author), mode="read")
 
     async def generations(
         self, thread: str, keys: Sequence[tuple[int, int]] | None = None, **of: Any
     ) -> list[Generation]:
-        return await self._sql.run(lambda tx: changes.read_generations(tx, thread, keys, **of))
+        return await self._sql.run(
+            lambda tx: changes.read_generations(tx, thread, keys, **of), mode="read"
+        )
 
     async def shown(self, thread: str) -> tuple[int, int]:
-        return await self._sql.run(lambda tx: changes.shown(tx, thread))
+        return await self._sql.run(lambda tx: changes.shown(tx, thread), mode="read")
 
     async def change(self, before: Outline, change: changes.Change) -> bool:
         language = self.language
