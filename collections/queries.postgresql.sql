@@ -54,7 +54,7 @@ WHERE EXISTS (SELECT 1 FROM message m WHERE m.thread = o.thread AND m.seq > o.po
 ORDER BY o.thread COLLATE "C";
 
 -- name: all_about
-SELECT thread, title, settings FROM thread ORDER BY thread COLLATE "C";
+SELECT thread, title, settings, space FROM thread ORDER BY thread COLLATE "C";
 
 -- name: foreign_ids
 SELECT id, thread FROM message WHERE thread <> :thread AND id = ANY(:ids::text[]);

@@ -293,10 +293,10 @@ LEFT JOIN outline o ON o.thread = m.thread
 WHERE o.thread IS NULL OR m.seq > o.position ORDER BY m.thread;
 
 -- name: about
-SELECT thread, title, settings FROM thread WHERE thread = :thread;
+SELECT thread, title, settings, space FROM thread WHERE thread = :thread;
 
 -- name: all_about
-SELECT thread, title, settings FROM thread ORDER BY thread;
+SELECT thread, title, settings, space FROM thread ORDER BY thread;
 
 -- name: describe
 -- Give a thread its title, or record its settings: a null leaves the stored value as it is.
@@ -304,6 +304,11 @@ INSERT INTO thread (thread, title, settings) VALUES (:thread, :title, :settings)
 ON CONFLICT (thread) DO UPDATE
 SET title = coalesce(excluded.title, thread.title),
     settings = coalesce(excluded.settings, thread.settings);
+
+-- name: set_space
+-- Put a thread in a space: the one given replaces the one recorded.
+INSERT INTO thread (thread, space) VALUES (:thread, :space)
+ON CONFLICT (thread) DO UPDATE SET space = excluded.space;
 
 -- name: foreign_ids
 -- The given message ids that the store holds in another thread, with that thread.

@@ -175,6 +175,12 @@ class ThreadLine(_Line):
     title: str | None
     settings: str | None
     """The settings it was built with, as the JSON its store keeps."""
+    space: str | None = None
+    """The space the app put it in; written only when it has one (older exports have none)."""
+
+    @model_serializer(mode="wrap")
+    def _without_space(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _as_before(handler(self), "space")
 
 
 class GenerationLine(_Line):
@@ -226,7 +232,7 @@ def record_lines(records: ThreadRecords) -> list[Record]:
     out: list[Record] = []
     if records.about is not None:
         a = records.about
-        out.append(ThreadLine(thread=a.thread, title=a.title, settings=a.settings))
+        out.append(ThreadLine(thread=a.thread, title=a.title, settings=a.settings, space=a.space))
     out += [_message_line(s, records.natives.get(s.message.id)) for s in records.messages]
     out += [
         SummaryLine(

@@ -28,6 +28,14 @@ def name_text(field: str, value: object) -> str:
     return checked
 
 
+def space_name(value: object) -> str:
+    """A thread's space (`About.space`): a name, not empty (an empty space would read as none)."""
+    checked = name_text("space", value)
+    if not checked:
+        raise InputError(f"space must not be empty, got {checked!r}", field="space")
+    return checked
+
+
 def text(name: str, value: object) -> str:
     if not isinstance(value, str):
         wrong(name, value, "a string")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 import anyio
 
@@ -25,6 +26,7 @@ from .processing import MessageReader, Vanished
 from .processors.compact import compact
 from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, recorded
+from .spaces import space_of
 from .store import Store
 from .summarizer import AskFn, write
 
@@ -120,6 +122,8 @@ class Runner:
         self._names: dict[str, Display] = {}
         """Each thread's display names, read at its claim and again when a commit finds it moved
         (a rename moves it)."""
+        self._spaces: dict[str, str | None] = {}
+        """Each thread's space, for the listeners: read at its claim (`History.set_space`)."""
 
     async def catch_up(self, lane: Lane, linger: Linger) -> bool:
         """Process what is pending for the lane's thread, if this process may claim it: False
@@ -134,6 +138,7 @@ class Runner:
                 if not claim:  # another process holds it, and looks again when it lets go
                     return False
                 self._names.pop(lane.thread, None)
+                self._spaces.pop(lane.thread, None)
                 lane.shared |= claim.others
                 if self._shared(lane):
                     await self._refresh(lane)
@@ -276,6 +281,8 @@ class Runner:
 
         if thread not in self._names:
             self._names[thread] = display(await store.names(thread), thread)
+        if self._listeners and thread not in self._spaces:  # read before the commit, not after
+            self._spaces[thread] = await space_of(store, thread)
         done = await process_one(
             store, state, stored, nodes=nodes, read=read, ask=self._asker.asking(lane.memory),
             settings=self.settings, model_key=self.model_key, defer=defer, waiting=waiting,
@@ -290,7 +297,7 @@ class Runner:
             self._counters.asks += 1
             self._counters.input_tokens += ask.input_tokens
             self._counters.output_tokens += ask.output_tokens
-            self._tell(ask)
+            self._tell(replace(ask, space=self._spaces.get(thread)))
         return work
 
     def _tell(self, ask: Ask) -> None:

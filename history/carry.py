@@ -44,7 +44,7 @@ from ._carry_lines import (
     stored_of,
     summary_of,
 )
-from ._checks import name_text, optional_argument_text, text
+from ._checks import name_text, optional_argument_text, space_name, text
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
 from .generated import Generation, Name
@@ -182,8 +182,9 @@ def _add(groups: dict[str, _Group], record: Record) -> None:
         case ThreadLine():
             if record.settings is not None:
                 _check_settings(record.settings)
+            space = None if record.space is None else space_name(record.space)
             groups[record.thread].about = About(
-                thread=record.thread, title=record.title, settings=record.settings
+                thread=record.thread, title=record.title, settings=record.settings, space=space
             )
         case MessageLine():
             group = groups[record.thread]

@@ -358,6 +358,9 @@ class About:
     settings: str | None = None
     """The settings its tree and outline were built with, as JSON (`settings.recorded`);
     None before it is first processed."""
+    space: str | None = None
+    """The space the app put it in (a workspace, a customer), that metering groups its calls
+    by; None when the app named none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -404,6 +407,10 @@ class Ask:
     """`fit`: an answer fitted; `cut`: no try fitted; `fallback`: the ask kept failing."""
     agent: str = ""
     """The agent whose step tree the node is in; `""` for the shared tree."""
+    space: str | None = None
+    """The thread's space when the call was committed (`History.set_space`), as an `on_ask`
+    listener is handed it; None when it has none, and in the calls a store reads back (a
+    thread's space is in its `About`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

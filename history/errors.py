@@ -41,6 +41,11 @@ class ConflictError(InputError):
     """A message id, a node or a call already stored with other content; the stored one is kept."""
 
 
+class SpaceConflict(ConflictError):
+    """A message names another space than the one its thread is in: nothing was written (move
+    the thread with `History.set_space` first)."""
+
+
 class StoreError(HistoryError):
     """The store failed, or the database is not one of ours."""
 

@@ -13,7 +13,7 @@ from pins), so an app can bill it per space or user as it happens.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import ConfigurationError
 from .store import Store
@@ -32,6 +32,25 @@ class ThreadUsage:
     output_tokens: int
     cost: float
     """`input_tokens` and `output_tokens` at the prices asked for."""
+    space: str | None = None
+    """The space the thread is in (`History.set_space`); None when it is in none."""
+    fallbacks: int = 0
+    """Its lines written as a cut while the summarizer failed (`Summary.fallback`), asked for
+    again once it answers; counted by `priced_usage` (0 from `usage`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpaceUsage:
+    """The summarizer's calls over the threads of one space, and their cost."""
+
+    space: str | None
+    """None: the threads in no space."""
+    threads: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    fallbacks: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +58,8 @@ class Usage:
     """The summarizer's calls and tokens over some threads, and their cost."""
 
     threads: tuple[ThreadUsage, ...]
-    """Per thread, sorted by thread; threads with no calls are left out."""
+    """Per thread, sorted by thread; threads with no calls are left out (`priced_usage`
+    keeps those with fallback lines)."""
     calls: int
     input_tokens: int
     output_tokens: int
@@ -51,6 +71,9 @@ class Usage:
     """The price of a million output tokens; None: each model's own."""
     models: tuple[ModelUsage, ...] = ()
     """Per model, when priced by model (`priced_usage`); the cost leaves out unpriced models."""
+    spaces: tuple[SpaceUsage, ...] = ()
+    """Per space, sorted, the threads in no space last; a thread's calls count in the space it
+    is in now (a thread moved takes its recorded calls along)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,9 +133,11 @@ async def usage(
         )
         for name, (calls, inp, out) in sorted(totals.items())
     )
+    rows, spaces = await _by_space(store, thread, rows)
     inp, out = sum(r.input_tokens for r in rows), sum(r.output_tokens for r in rows)
     return Usage(
         threads=rows,
+        spaces=spaces,
         calls=sum(r.calls for r in rows),
         input_tokens=inp,
         output_tokens=out,
@@ -163,8 +188,11 @@ async def priced_usage(
         ):
             raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
     tallies: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    fallbacks: dict[str, int] = {}
     for name in [thread] if thread is not None else await store.threads():
         records = await store.export_thread(name)
+        if records is not None and (cut := sum(n.fallback for n in records.summaries)):
+            fallbacks[name] = cut
         for call in records.calls if records is not None else ():
             tally = tallies[(name, call.model.split("\n", 1)[0])]
             tally[0] += 1
@@ -192,10 +220,16 @@ async def priced_usage(
         row[3] += cost(model, inp, out) or 0.0
         total = per_model[model]
         total[0], total[1], total[2] = total[0] + calls, total[1] + inp, total[2] + out
+    for name in fallbacks:  # a thread whose every ask failed: its lines, if no calls
+        per_thread.setdefault(name, [0, 0, 0, 0.0])
     threads = tuple(
-        ThreadUsage(thread=name, calls=int(c), input_tokens=int(i), output_tokens=int(o), cost=k)
+        ThreadUsage(
+            thread=name, calls=int(c), input_tokens=int(i), output_tokens=int(o), cost=k,
+            fallbacks=fallbacks.get(name, 0),
+        )
         for name, (c, i, o, k) in sorted(per_thread.items())
-    )
+    )  # fmt: skip
+    threads, spaces = await _by_space(store, thread, threads)
     models = tuple(
         ModelUsage(
             model=model, calls=int(c), input_tokens=int(i), output_tokens=int(o),
@@ -213,4 +247,26 @@ async def priced_usage(
         input_price=input_price,
         output_price=output_price,
         models=models,
+        spaces=spaces,
     )
+
+
+async def _by_space(
+    store: Store, thread: str | None, rows: tuple[ThreadUsage, ...]
+) -> tuple[tuple[ThreadUsage, ...], tuple[SpaceUsage, ...]]:
+    """The rows, each with the space its thread is in, and their sums per space."""
+    placed = {a.thread: a.space for a in await store.about(thread)}
+    rows = tuple(replace(r, space=placed.get(r.thread)) for r in rows)
+    groups: dict[str | None, list[ThreadUsage]] = defaultdict(list)
+    for r in rows:
+        groups[r.space].append(r)
+    spaces = tuple(
+        SpaceUsage(
+            space=space, threads=len(group), calls=sum(r.calls for r in group),
+            input_tokens=sum(r.input_tokens for r in group),
+            output_tokens=sum(r.output_tokens for r in group),
+            cost=sum(r.cost for r in group), fallbacks=sum(r.fallbacks for r in group),
+        )
+        for space, group in sorted(groups.items(), key=lambda g: (g[0] is None, g[0] or ""))
+    )  # fmt: skip
+    return rows, spaces

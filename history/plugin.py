@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Self, Unpack
 import anyio
 from anyio.abc import TaskGroup
 
-from ._checks import argument_text, optional_argument_text, optional_text, whole
+from ._checks import argument_text, optional_argument_text, optional_text, space_name, whole
 from .adopting import Recorded
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
@@ -48,6 +48,7 @@ from .reconsolidating import Options, Resummary, reconsolidate
 from .renaming import rename
 from .retracting import retract
 from .settings import HistorySettings
+from .spaces import unplaced_in
 from .store import Store, default_store, open_store
 from .summarizer import (
     Deferred,
@@ -208,7 +209,7 @@ class History:
     # The app's events.
 
     async def message_created(
-        self, message: Message, *, native: str | None = None
+        self, message: Message, *, native: str | None = None, space: str | None = None
     ) -> Stored | None:
         """Store a message, then process its thread in the background.
 
@@ -216,6 +217,10 @@ class History:
         provider sent it (pydantic-ai's serialized message, with reasoning, signatures and
         ids): its view sends that in place of the text while the message is in the tail. The
         text alone is what the thread weighs, summarizes and shows everyone else.
+
+        `space` puts the thread in a space (metering groups its calls by it) when it has none
+        yet; a thread already in another space is refused with SpaceConflict, before anything
+        is written (`set_space` moves a thread).
 
         Returns once the message is committed: the stored row, or None for a redelivery of a
         message already stored as is. Raises InputError (before writing anything) for a bad
@@ -225,6 +230,7 @@ class History:
         if not isinstance(message, Message):
             raise InputError(f"message_created takes a Message, got {message!r}")
         native = optional_text("native", native)
+        unplaced = space is not None and await unplaced_in(self.store, message.thread, space)
         if message.step and not message.author:
             raise InputError(
                 f"author must name the agent a step belongs to, got {message.author!r}",
@@ -235,11 +241,16 @@ class History:
         else:
             cost = weight(message, self.settings.encoding)
         if not self._processing:
-            return await self.store.add(message, cost, native=native)
+            stored = await self.store.add(message, cost, native=native)
+            if unplaced:
+                await self.store.describe(message.thread, space=space)
+            return stored
         await self._recorded.check(self.store, [message.thread])
         lane = self._lanes.get(message.thread)
         generation = lane.generation
         stored = await self.store.add(message, cost, native=native)
+        if unplaced:
+            await self.store.describe(message.thread, space=space)
         if stored is not None:
             if await self._erased_elsewhere(lane, stored):
                 self._lanes.erased(message.thread)
@@ -372,6 +383,13 @@ class History:
         self._open()
         optional_argument_text("thread", thread)
         return await usage(self.store, thread, input_price=input_price, output_price=output_price)
+
+    async def set_space(self, thread: str, space: str) -> None:
+        """Put `thread` in `space` (replacing the one it was in): its calls are metered there
+        from now on, the ones recorded before too (`usage` groups by a thread's space)."""
+        self._open()
+        argument_text("thread", thread)
+        await self.store.describe(thread, space=space_name(space))
 
     async def rename(
         self, author: str, name: str, *, thread: str | None = None, now: bool = False

@@ -20,6 +20,10 @@ def register(commands: Commands) -> None:
     )
     stats.add_argument("--thread", help=f"one thread only: {THREAD_HELP}")
     stats.add_argument(
+        "--by", choices=("thread", "space"), default="thread",
+        help="one row per thread (with its space and fallback lines), or per space",
+    )  # fmt: skip
+    stats.add_argument(
         "--input-price",
         type=_price,
         help="price of a million input tokens, for every model (each model's known price)",
@@ -48,7 +52,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _stats(args: argparse.Namespace) -> int:
-    from ..metering import priced_usage
+    from ..metering import SpaceUsage, priced_usage
     from .report import resolve
 
     async with opened(args.db, create=True, read_only=True) as store:
@@ -69,18 +73,26 @@ async def _stats(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="summarizer calls")
-    for column in ("thread", "calls", "input tokens", "output tokens", "cost"):
-        table.add_column(column, justify="left" if column == "thread" else "right")
-    for row in meter.threads:
+    by_space = args.by == "space"
+    first = ("space", "threads") if by_space else ("thread", "space")
+    table = Table(title="summarizer calls" + (" per space" if by_space else ""))
+    for column in (*first, "calls", "input tokens", "output tokens", "cost", "fallback lines"):
+        table.add_column(column, justify="left" if column in ("thread", "space") else "right")
+    rows = meter.spaces if by_space else meter.threads
+    for row in rows:
+        named = (
+            (_space(row.space), f"{row.threads:,}") if isinstance(row, SpaceUsage)
+            else (row.thread, _space(row.space))
+        )  # fmt: skip
         table.add_row(
-            row.thread, f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}",
-            f"{row.cost:,.4f}",
+            *named, f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}",
+            f"{row.cost:,.4f}", f"{row.fallbacks:,}",
         )  # fmt: skip
     table.add_section()
     table.add_row(
-        "total", f"{meter.calls:,}", f"{meter.input_tokens:,}", f"{meter.output_tokens:,}",
-        f"{meter.cost:,.4f}", style="bold",
+        "total", f"{len(meter.threads):,}" if by_space else "", f"{meter.calls:,}",
+        f"{meter.input_tokens:,}", f"{meter.output_tokens:,}", f"{meter.cost:,.4f}",
+        f"{sum(r.fallbacks for r in meter.threads):,}", style="bold",
     )  # fmt: skip
     models = Table(title="per model (prices per million tokens)")
     for column in ("model", "calls", "input tokens", "output tokens", "input", "output", "cost"):
@@ -95,6 +107,10 @@ async def _stats(args: argparse.Namespace) -> int:
     if meter.models:
         console.print(models)
     return 0
+
+
+def _space(space: str | None) -> str:
+    return "(none)" if space is None else space
 
 
 def _money(value: float | None) -> str:

@@ -156,10 +156,16 @@ class Store(Protocol):
         ...
 
     async def describe(
-        self, thread: str, *, title: str | None = None, settings: str | None = None
+        self,
+        thread: str,
+        *,
+        title: str | None = None,
+        settings: str | None = None,
+        space: str | None = None,
     ) -> None:
-        """Give a thread its title, or record the settings it was built with (JSON); a value
-        left None stays as it is. An erase forgets both."""
+        """Give a thread its title, record the settings it was built with (JSON), or put it in
+        a space (replacing the one recorded); a value left None stays as it is. An erase
+        forgets them all."""
         ...
 
     async def behind(self) -> list[str]:

@@ -206,12 +206,13 @@ def _processed(
 
 
 def _new_about(old: About | None, incoming: About | None) -> About | None:
-    """The title and settings to write: None when the store holds them already."""
+    """The title, settings and space to write: None when the store holds them already."""
     if incoming is None:
         return None
     title = incoming.title or (old.title if old else None)
     settings = incoming.settings or (old.settings if old else None)
-    if old is not None and (old.title, old.settings) == (title, settings):
+    space = incoming.space or (old.space if old else None)
+    if old is not None and (old.title, old.settings, old.space) == (title, settings, space):
         return None
     return incoming
 

@@ -53,6 +53,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0050_call_packed", "call_packed.sql"),
     ("0051_search_compact", "search_compact.sql"),
     ("0060_lease", "lease.sql"),
+    ("0065_space", "space.sql"),
     ("0070_generations", "generations.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
@@ -116,7 +117,9 @@ def _in_body(statement: str) -> bool:
 
 
 def about_from_row(row: Record) -> About:
-    return About(thread=row["thread"], title=row["title"], settings=row["settings"])
+    return About(
+        thread=row["thread"], title=row["title"], settings=row["settings"], space=row["space"]
+    )
 
 
 def parse(at: str | None) -> datetime | None:

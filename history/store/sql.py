@@ -329,11 +329,19 @@ class SQLStore:
         return [rows.about_from_row(r) for r in found]
 
     async def describe(
-        self, thread: str, *, title: str | None = None, settings: str | None = None
+        self,
+        thread: str,
+        *,
+        title: str | None = None,
+        settings: str | None = None,
+        space: str | None = None,
     ) -> None:
-        await self._sql.run(
-            lambda tx: tx.execute("describe", thread=thread, title=title, settings=settings)
-        )
+        async def write(tx: Transaction) -> None:
+            await tx.execute("describe", thread=thread, title=title, settings=settings)
+            if space is not None:
+                await tx.execute("set_space", thread=thread, space=space)
+
+        await self._sql.run(write, mode="write")
 
     async def behind(self) -> list[str]:
         return [r["thread"] for r in await self._sql.run(lambda tx: tx.fetch("behind"))]

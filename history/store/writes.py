@@ -157,6 +157,8 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
     if plan.about is not None:
         about = plan.about
         await tx.execute("describe", thread=plan.thread, title=about.title, settings=about.settings)
+        if about.space is not None:
+            await tx.execute("set_space", thread=plan.thread, space=about.space)
     if plan.clear:
         await tx.execute("erase_summaries", thread=plan.thread)
         await tx.execute("erase_moves", thread=plan.thread)  # drawn from the old lines
