@@ -1,7 +1,7 @@
 """Carry a history to another store: export threads to JSONL, load them elsewhere.
 
 One JSON object a line, each with its `kind`: a `chat-outline` header (`chat-history` before
-the project's new name, still read), then per thread its title
+the project's new name, still read), then per thread its title (and its space, when it is in one)
 and the settings it was built with (when it has them), its messages (with their seq, index and
 weight), its summaries, its outline and its recorded calls.
 What was generated travels with the messages, so the other store never pays for it again. A

@@ -6,8 +6,9 @@ reported. A call answered from pins is not recorded again and costs nothing. Pri
 million tokens, in whatever currency the app bills in.
 
 The plugin also reports each call to the host as it is committed: `History(on_ask=...)` is
-called with every `Ask`, which carries its thread and its tokens (zero for answers replayed
-from pins), so an app can bill it per space or user as it happens.
+called with every `Ask`, which carries its thread, its thread's space and its tokens (zero for
+answers replayed from pins), so an app can bill it per space or user as it happens; `usage`
+sums the recorded calls per space as well, by the space each thread is in now.
 """
 
 from __future__ import annotations
