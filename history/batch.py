@@ -125,6 +125,10 @@ class Runner:
         self._spaces: dict[str, str | None] = {}
         """Each thread's space, for the listeners: read at its claim (`History.set_space`)."""
 
+    def moved(self, thread: str) -> None:
+        """The thread was put in another space: the listeners are told so from its next ask."""
+        self._spaces.pop(thread, None)
+
     async def catch_up(self, lane: Lane, linger: Linger) -> bool:
         """Process what is pending for the lane's thread, if this process may claim it: False
         when another process holds the thread (and takes up what is pending, unless it stopped).

@@ -390,6 +390,7 @@ class History:
         self._open()
         argument_text("thread", thread)
         await self.store.describe(thread, space=space_name(space))
+        self._runner.moved(thread)
 
     async def rename(
         self, author: str, name: str, *, thread: str | None = None, now: bool = False

@@ -118,6 +118,21 @@ async def test_a_moved_thread_is_reported_in_its_new_space(
     assert [(s.space, s.calls) for s in meter.spaces] == [("globex", len(spaces))]
 
 
+async def test_a_thread_moved_while_it_is_processed_is_reported_in_its_new_space_at_once(
+    open_history: Opener, database: str
+) -> None:
+    async with open_history(store=database, line=64, tail=(20, 60), kept=1) as run:
+        asked_once = anyio.Event()
+        run.history.subscribe(lambda ask: asked_once.set())
+        for m in exchange([LONG] * 3):
+            await run.history.message_created(m, space="acme")
+        await asked_once.wait()  # processing, its claim held while it waits for more messages
+        await run.history.set_space("t", "globex")
+        asked = len(run.asks)
+        await run.send(*exchange([LONG] * 3, start=6))
+    assert run.asks[-1].space == "globex" and len(run.asks) > asked
+
+
 async def test_a_threads_space_travels_with_its_export_and_older_exports_load(
     store: Store, database: str, tmp_path: Path
 ) -> None:
