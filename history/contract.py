@@ -350,7 +350,7 @@ class Hit:
 
 @dataclass(frozen=True, kw_only=True)
 class About:
-    """What a store knows of a thread besides its messages: its title and how it was built."""
+    """What a store knows of a thread besides its messages: its title, settings and space."""
 
     thread: str
     title: str | None = None
@@ -359,8 +359,6 @@ class About:
     """The settings its tree and outline were built with, as JSON (`settings.recorded`);
     None before it is first processed."""
     space: str | None = None
-    """The space the app put it in (a workspace, a customer), that metering groups its calls
-    by; None when the app named none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -407,10 +405,7 @@ class Ask:
     """`fit`: an answer fitted; `cut`: no try fitted; `fallback`: the ask kept failing."""
     agent: str = ""
     """The agent whose step tree the node is in; `""` for the shared tree."""
-    space: str | None = None
-    """The thread's space when the call was committed (`History.set_space`), as an `on_ask`
-    listener is handed it; None when it has none, and in the calls a store reads back (a
-    thread's space is in its `About`)."""
+    space: str | None = None  # its thread's, for `on_ask`; None in the calls read back
 
 
 @dataclass(frozen=True, kw_only=True)

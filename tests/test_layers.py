@@ -127,7 +127,7 @@ FLOORS = (
     ("plugin", ("history.summarizer", "history.breaker", "history.asking", "history.plugin",
                 "history.lane",
                 "history.batch", "history.pins", "history.rebuilding", "history.carry",
-                "history._carry_lines", "history.metering", "history.worker",
+                "history._carry_lines", "history.metering", "history.spaces", "history.worker",
                 "history.retracting", "history.names", "history.generations", "history.renaming",
                 "history.reconsolidating", "history.adopting")),
     ("agent", ("history.agent",)),
