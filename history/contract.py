@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ._checks import optional_text, required_text, text, wrong
 from .errors import InputError
@@ -153,8 +153,15 @@ class Message:
         )
 
 
-Entry = tuple[int, int, int, datetime]
-"""An outline line: `(level, index, bytes, at)`, `at` the newest instant the node covers."""
+class Entry(NamedTuple):
+    """An outline line: the node it shows, its size and when it ends."""
+
+    level: int
+    index: int  # type: ignore[assignment]  # the node's index, in place of tuple.index
+    bytes: int
+    """The node's text in UTF-8 bytes."""
+    at: datetime
+    """The newest instant the node covers."""
 
 
 def entries_json(lines: Iterable[Entry]) -> list[list[Any]]:
@@ -358,6 +365,27 @@ class About:
     settings: str | None = None
     """The settings its tree and outline were built with, as JSON (`settings.recorded`);
     None before it is first processed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """A thread as one transaction read it (`Store.snapshot`): what a view, a zoom and the
+    inspecting commands are built from, so that its parts agree with each other."""
+
+    outline: Outline
+    nodes: tuple[Summary, ...]
+    """The nodes of the shared outline's lines, in its order (with `tree`: every node of the
+    shared tree, by level and index)."""
+    steps: tuple[Summary, ...]
+    """The nodes of `agent`'s step outline's lines, in its order (with `tree`: every node of
+    every agent's step tree, by agent, level and index)."""
+    tail: tuple[Stored, ...]
+    """What an agent is sent whole: the outline's tail, then every message stored after it (not
+    processed yet), in seq order."""
+    natives: Mapping[str, str]
+    """The provider's form (JSON) of the `tail`'s messages stored with one, by id."""
+    about: About | None
+    """Its title and the settings it was built with, when the store has either."""
 
 
 @dataclass(frozen=True, kw_only=True)

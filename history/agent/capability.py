@@ -47,7 +47,7 @@ from ..contract import File, Message
 from ..errors import NotFoundError
 from ..lines import size
 from ..plugin import History
-from ._cold import COLD_WAIT, check_wait, outline_for
+from ._cold import COLD_WAIT, check_wait, snapshot_for
 from ._tail import answered
 from .caching import MAX_MARKS
 from .lookup import PAGE, search, zoom
@@ -221,8 +221,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             self.history, self.thread, agent=self.agent, block_lines=self.block_lines,
             since=since, cache_point=True, page=self.page, recall=self.recall,
             run=Run(id=ctx.run_id, recorded=frozenset(self._recorded)) if ctx.run_id else None,
-            outline=await outline_for(self.history, self.thread, turn=turn and self.record,
-                                      wait=self.cold_wait),
+            snapshot=await snapshot_for(self.history, self.thread, agent=self.agent,
+                                        turn=turn and self.record, wait=self.cold_wait),
         )  # fmt: skip
         sent += self._held  # this run's recall, not recorded until its answer
         if not self.record:  # read only: the prompt as it would have been recorded

@@ -30,6 +30,6 @@ async def _erase_thread(args: argparse.Namespace) -> int:
         thread = await report.resolve(store, args.thread)
         snap = await report.snapshot(store, thread)
         await store.erase(thread)
-    f = snap.figures
+    f = report.figures(snap)
     print(f"erased thread {thread!r}: {f.messages} messages and {f.nodes} lines")
     return 0

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..contract import About, Outline, Stored, Summary, format_at
+from ..contract import Snapshot, Stored, Summary, format_at
 from ..errors import NotFoundError
 from ..lines import label, line_of
 from ..settings import listed
@@ -23,9 +23,6 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
     from rich.tree import Tree
-
-EVERYTHING = 2**62
-"""A `limit` larger than any thread: every pending message."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,48 +50,30 @@ class Figures:
     """The tail's weight."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Snapshot:
-    """A thread as stored: its outline, its tree, and the messages still whole."""
-
-    outline: Outline
-    nodes: tuple[Summary, ...]
-    whole: tuple[Stored, ...]
-    """The tail, then any pending message: what an agent is sent whole."""
-    about: About | None = None
-    """Its title and the settings it was built with, when the store has them."""
-    steps: tuple[Summary, ...] = ()
-    """The nodes of its agents' step trees (SPEC section 6a)."""
-
-    @property
-    def figures(self) -> Figures:
-        o, pending = self.outline, len(self.whole) - len(self.outline.tail)
-        return Figures(
-            thread=o.thread,
-            title=self.about.title if self.about else None,
-            messages=o.position + 1 + pending,
-            pending=pending,
-            nodes=len(self.nodes),
-            depth=max((n.level + 1 for n in self.nodes), default=0),
-            lines=len(o.lines),
-            bytes=o.bytes,
-            tail=len(self.whole),
-            tokens=o.tokens + sum(s.weight for s in self.whole[len(o.tail) :]),
-        )
+def figures(snap: Snapshot) -> Figures:
+    """One thread at a glance, from a snapshot of its whole tree (`snapshot`)."""
+    o, pending = snap.outline, len(snap.tail) - len(snap.outline.tail)
+    return Figures(
+        thread=o.thread,
+        title=snap.about.title if snap.about else None,
+        messages=o.position + 1 + pending,
+        pending=pending,
+        nodes=len(snap.nodes),
+        depth=max((n.level + 1 for n in snap.nodes), default=0),
+        lines=len(o.lines),
+        bytes=o.bytes,
+        tail=len(snap.tail),
+        tokens=o.tokens + sum(s.weight for s in snap.tail[len(o.tail) :]),
+    )
 
 
 async def snapshot(store: Store, thread: str) -> Snapshot:
-    """Read a thread; NotFoundError when the store holds no message of it."""
-    outline = await store.outline(thread)
-    if outline is None:
+    """Read a thread with its whole tree, in one transaction; NotFoundError when the store holds
+    no message of it."""
+    snap = await store.snapshot(thread, tree=True)
+    if snap is None:
         raise NotFoundError(f"no thread {thread!r} in {store.url!r}")
-    nodes = await store.summaries(thread)
-    about = next(iter(await store.about(thread)), None)
-    whole = await sent_whole(store, outline)
-    return Snapshot(
-        outline=outline, nodes=tuple(n for n in nodes if not n.agent), whole=whole,
-        about=about, steps=tuple(n for n in nodes if n.agent),
-    )  # fmt: skip
+    return snap
 
 
 async def resolve(store: Store, name: str) -> str:
@@ -126,13 +105,6 @@ def matches(figures: Figures, text: str) -> bool:
     """Whether a thread's id or title holds `text`, case aside (`threads --match`)."""
     wanted = text.casefold()
     return wanted in figures.thread.casefold() or wanted in (figures.title or "").casefold()
-
-
-async def sent_whole(store: Store, outline: Outline) -> tuple[Stored, ...]:
-    """The messages an agent is sent whole: the tail, then any pending message."""
-    whole = await store.messages(outline.thread, outline.tail_start, outline.position)
-    whole += await store.pending(outline.thread, outline.position, EVERYTHING)
-    return tuple(whole)
 
 
 def threads_table(figures: Sequence[Figures]) -> Table:
@@ -169,7 +141,7 @@ def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
 
     nodes = {(n.level, n.index): n for n in snap.nodes}
     shown = {(level, index) for level, index, _, _ in snap.outline.lines}
-    f = snap.figures
+    f = figures(snap)
     titled = f" “{f.title}”" if f.title else ""
     root = Tree(
         Text(
@@ -257,12 +229,12 @@ def tail_table(snap: Snapshot) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    f = snap.figures
+    f = figures(snap)
     table = Table(title=f"tail: {f.tail} messages whole, {f.tokens} tokens", title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("message")
-    for stored in snap.whole:
+    for stored in snap.tail:
         number = "step" if stored.index is None else str(stored.index)
         text = Text(line_of(stored.message), no_wrap=True, overflow="ellipsis")
         table.add_row(number, str(stored.weight), text)
@@ -298,9 +270,9 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
     steps = {(n.agent, n.level, n.index): n for n in snap.steps}
     return {
         "thread": snap.outline.thread,
-        "title": snap.figures.title,
+        "title": figures(snap).title,
         "settings": json.loads(snap.about.settings) if snap.about and snap.about.settings else None,
-        "figures": asdict(snap.figures),
+        "figures": asdict(figures(snap)),
         "nodes": [
             {"label": n.label, "level": n.level, "index": n.index, "text": n.text,
              "bytes": n.bytes, "at": format_at(n.at), "outline": (n.level, n.index) in shown}
@@ -323,7 +295,7 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
             }
             for agent, o in sorted(snap.outline.steps.items())
         },
-        "tail": [stored_json(s) for s in snap.whole],
+        "tail": [stored_json(s) for s in snap.tail],
     }  # fmt: skip
 
 

@@ -38,7 +38,7 @@ async def _list(args: argparse.Namespace) -> int:
     must_exist(args.db)
     async with opened(args.db, read_only=True) as store:
         names = await store.threads()
-        figures = [(await report.snapshot(store, t)).figures for t in names]
+        figures = [report.figures(await report.snapshot(store, t)) for t in names]
     if args.match is not None:
         figures = [f for f in figures if report.matches(f, args.match)]
     if args.json:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 import anyio
 
 from .. import terms
-from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
+from ..contract import About, Ask, Entry, Hit, Message, Outline, Snapshot, Stored, Summary
 from ..errors import StoreError
 from . import ranking, records, rows
 from .adapter import Body, Database, Transaction
@@ -171,6 +171,49 @@ class SQLStore:
 
         return await self._sql.run(read)
 
+    async def snapshot(
+        self,
+        thread: str,
+        *,
+        agent: str | None = None,
+        tree: bool = False,
+        outline: Outline | None = None,
+    ) -> Snapshot | None:
+        async def read(tx: Transaction) -> Snapshot | None:
+            found = outline
+            if found is None:
+                row = await tx.one("outline", thread=thread)
+                if row is None:
+                    if await tx.one("any_message", thread=thread) is None:
+                        return None
+                    # A crash came between a first message and its outline: read it as made.
+                    row = {**rows.new_outline_row(thread), "tail": "[]"}
+                found = rows.outline_from_row(row)
+            tail = await tx.fetch("tail", thread=thread, first=found.tail_start)
+            if tree:
+                every = [
+                    rows.summary_from_row(r) for r in await tx.fetch("summaries", thread=thread)
+                ]
+                nodes = tuple(n for n in every if not n.agent)
+                steps = tuple(n for n in every if n.agent)
+            else:
+                nodes = tuple(await _nodes(tx, thread, _keys(found.lines), agent=""))
+                own = found.steps.get(agent) if agent else None
+                steps = ()
+                if agent and own is not None:
+                    steps = tuple(await _nodes(tx, thread, _keys(own.lines), agent=agent))
+            about = await tx.one("about", thread=thread)
+            return Snapshot(
+                outline=found,
+                nodes=nodes,
+                steps=steps,
+                tail=tuple(rows.stored_from_row(r) for r in tail),
+                natives={r["id"]: r["native"] for r in tail if r["native"] is not None},
+                about=None if about is None else rows.about_from_row(about),
+            )
+
+        return await self._sql.run(read, mode="snapshot")
+
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
         found = await self._sql.run(
             lambda tx: tx.fetch("pending", thread=thread, after=after, limit=limit)
@@ -299,18 +342,7 @@ class SQLStore:
     ) -> list[Summary]:
         if not keys:
             return []
-        found = await self._sql.run(
-            lambda tx: tx.fetch(
-                "nodes",
-                thread=thread,
-                agent=agent,
-                keys=[list(key) for key in keys],
-                levels=[level for level, _ in keys],
-                indexes=[index for _, index in keys],
-            )
-        )
-        by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
-        return [by_key[key] for key in keys if key in by_key]
+        return await self._sql.run(lambda tx: _nodes(tx, thread, keys, agent=agent))
 
     async def search(
         self, thread: str, query: str, limit: int, *, agent: str | None = None
@@ -361,6 +393,28 @@ class SQLStore:
 
     def claim(self, thread: str) -> AbstractAsyncContextManager[bool]:
         return self._sql.claim(thread)
+
+
+async def _nodes(
+    tx: Transaction, thread: str, keys: Sequence[tuple[int, int]], *, agent: str
+) -> list[Summary]:
+    """The nodes of one tree at `(level, index)` keys that exist, in the order of `keys`."""
+    if not keys:
+        return []
+    found = await tx.fetch(
+        "nodes",
+        thread=thread,
+        agent=agent,
+        keys=[list(key) for key in keys],
+        levels=[level for level, _ in keys],
+        indexes=[index for _, index in keys],
+    )
+    by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
+    return [by_key[key] for key in keys if key in by_key]
+
+
+def _keys(lines: Sequence[Entry]) -> list[tuple[int, int]]:
+    return [(level, index) for level, index, _, _ in lines]
 
 
 def _migration(name: str, filename: str, dialect: Dialect) -> Body[None]:
