@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .. import terms as words
 from ..contract import Hit
@@ -54,9 +54,24 @@ Counts = Mapping[str, int]
 """The query stems a row holds, with how often (the others left out)."""
 Place = tuple[int, str]
 """A row ranking weighs: its length in terms and its `at`."""
-Entry = tuple[float, float, int, int, bool, str, Key, Counts]
-"""A result as it is sorted: minus its score, minus its time, its level, index, whether it is a
-line, its agent; then its key and the stems it holds."""
+
+
+class Candidate(NamedTuple):
+    """A result as it is sorted, as a tuple: the best score, then the newest, the lower level
+    and index, messages first; its key is unique, so the stems it holds are never compared."""
+
+    minus_score: float
+    minus_at: float
+    """Minus its `at` as a POSIX timestamp."""
+    level: int
+    index: int  # type: ignore[assignment]  # the row's index, in place of tuple.index
+    line: bool
+    agent: str
+    key: Key
+    held: Counts
+    """The query stems it holds, with how often."""
+
+
 T = TypeVar("T")
 
 
@@ -314,13 +329,15 @@ def rank(
     stamps = {at: -datetime.fromisoformat(at).timestamp() for _, at in places.values()}
     empty: Counts = {}
     # Sorted as tuples: score, then the newest, the lower level and index, messages first.
-    ranked: list[Entry] = [
-        (-score, stamps[places[k][1]], 0, index, False, agent, k, said.get((agent, index), empty))
+    ranked: list[Candidate] = [
+        Candidate(
+            -score, stamps[places[k][1]], 0, index, False, agent, k, said.get((agent, index), empty)
+        )
         for (agent, index), score in scores.items()
         for k in [(agent, False, 0, index)]
     ]
     ranked += [
-        (-score, stamps[places[k][1]], k[2], k[3], True, k[0], k, found[k])
+        Candidate(-score, stamps[places[k][1]], k[2], k[3], True, k[0], k, found[k])
         for k, score in _bm25(
             found, length, lines, {stem: n for (line, stem), n in known.items() if line}
         ).items()
@@ -328,8 +345,8 @@ def rank(
     ranked.sort()
     return [
         Ranked(
-            score=-r[0], key=r[6], at=places[r[6]][1], held=frozenset(r[7]),
-            terms=tuple(word for stem in stems if stem in r[7] for word in stems[stem]),
+            score=-r.minus_score, key=r.key, at=places[r.key][1], held=frozenset(r.held),
+            terms=tuple(word for stem in stems if stem in r.held for word in stems[stem]),
         )
         for r in _listed(ranked, limit)
     ]  # fmt: skip
@@ -402,17 +419,16 @@ def _windows(
     return _bm25(windows, sizes, wide, known)
 
 
-def _listed(ranked: Sequence[Entry], limit: int) -> list[Entry]:
+def _listed(ranked: Sequence[Candidate], limit: int) -> list[Candidate]:
     """Lines that add a stem, one per label, until `limit`."""
-    listed: list[Entry] = []
+    listed: list[Candidate] = []
     covered: set[str] = set()
     labels: set[tuple[str, str]] = set()
     for r in ranked:
-        agent, line, level, index = r[6]
-        name = (agent, label(level, index, agent=agent))
-        if (line and covered.issuperset(r[7])) or name in labels:
+        name = (r.agent, label(r.level, r.index, agent=r.agent))
+        if (r.line and covered.issuperset(r.held)) or name in labels:
             continue
-        covered.update(r[7])
+        covered.update(r.held)
         labels.add(name)
         listed.append(r)
         if len(listed) == limit:
