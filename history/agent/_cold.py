@@ -74,8 +74,11 @@ async def snapshot_for(
                 return await history.store.snapshot(thread, agent=agent)
             log.info(
                 "thread %r: a cold turn's processing took over %.1fs; its cut is held for the "
-                "next cold turn", thread, wait, extra={"chat_thread": thread},
-            )  # fmt: skip
+                "next cold turn",
+                thread,
+                wait,
+                extra={"chat_thread": thread},
+            )
             holds[thread] = _Hold(outline=current, cold=tail[-1].message.at)
             return snapshot
     held = holds.get(thread)

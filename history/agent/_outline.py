@@ -81,9 +81,11 @@ def _blocks(
     entries = [e for e in lines if since is None or e.at >= since]
     if len(nodes) < len(lines):  # only if the store lost a node: show what is left
         log.warning(
-            "thread %r: %d outline lines have no node", thread, len(lines) - len(nodes),
+            "thread %r: %d outline lines have no node",
+            thread,
+            len(lines) - len(nodes),
             extra={"chat_thread": thread},
-        )  # fmt: skip
+        )
     if len(entries) < len(lines):
         keys = {(e.level, e.index) for e in entries}
         nodes = [n for n in nodes if (n.level, n.index) in keys]

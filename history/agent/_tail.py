@@ -73,9 +73,12 @@ def read_natives(
         except ValueError as exc:  # a form this pydantic-ai cannot read: the text
             # The error's type only: a validation error quotes the message's content.
             log.warning(
-                "thread %r: message %r has a native form that cannot be read (%s)", thread, id,
-                describe(exc), extra={"chat_thread": thread},
-            )  # fmt: skip
+                "thread %r: message %r has a native form that cannot be read (%s)",
+                thread,
+                id,
+                describe(exc),
+                extra={"chat_thread": thread},
+            )
     return found
 
 

@@ -84,9 +84,15 @@ async def zoom(
     lines = found[1:]  # both exist when the parent does; a lost one is skipped
     text = "\n".join(f"{n.label}|{one_line(n.text)}" for n in lines)
     return Zoom(
-        label=name, level=level, index=index, lines=tuple(lines), message=None, page=1, pages=1,
+        label=name,
+        level=level,
+        index=index,
+        lines=tuple(lines),
+        message=None,
+        page=1,
+        pages=1,
         text=text,
-    )  # fmt: skip
+    )
 
 
 async def search(
@@ -171,9 +177,15 @@ async def _message(
     if page < len(pages):
         shown.append(f'[page {page} of {len(pages)}: zoom("{name}", page={page + 1}) reads on]')
     return Zoom(
-        label=name, level=0, index=index, lines=(), message=m, page=page, pages=len(pages),
+        label=name,
+        level=0,
+        index=index,
+        lines=(),
+        message=m,
+        page=page,
+        pages=len(pages),
         text="\n".join(shown),
-    )  # fmt: skip
+    )
 
 
 async def _find(history: History, thread: str, index: int, agent: str) -> Stored | None:

@@ -66,9 +66,15 @@ async def view(
             other than `agent`, appended after the tail (`recall_block`); 0 for none.
     """
     return await build(
-        history, thread, agent=agent, block_lines=block_lines, since=since,
-        cache_point=cache_point, page=page, recall=recall,
-    )  # fmt: skip
+        history,
+        thread,
+        agent=agent,
+        block_lines=block_lines,
+        since=since,
+        cache_point=cache_point,
+        page=page,
+        recall=recall,
+    )
 
 
 async def build(
@@ -126,9 +132,13 @@ async def build(
     )
     if recall and newest is not None:
         block = await recall_block(
-            history, thread, newest.message.text, agent=agent, budget=recall,
+            history,
+            thread,
+            newest.message.text,
+            agent=agent,
+            budget=recall,
             whole=outline.boundary,
-        )  # fmt: skip
+        )
         if block:
             at = newest.message.at
             sent = merged(

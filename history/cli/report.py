@@ -124,9 +124,15 @@ def threads_table(figures: Sequence[Figures]) -> Table:
         # A title is what a person knows the thread by; its id, under it, is what to type.
         thread = Text.assemble((f.title, "bold"), "\n", f.thread) if f.title else Text(f.thread)
         table.add_row(
-            thread, messages, str(f.nodes), str(f.depth), str(f.lines), str(f.bytes), str(f.tail),
+            thread,
+            messages,
+            str(f.nodes),
+            str(f.depth),
+            str(f.lines),
+            str(f.bytes),
+            str(f.tail),
             str(f.tokens),
-        )  # fmt: skip
+        )
     return table
 
 
@@ -217,9 +223,11 @@ def step_tables(snap: Snapshot) -> list[RenderableType]:
         for level, index, size, at in o.lines:
             node = nodes.get((agent, level, index))
             table.add_row(
-                label(level, index, agent=agent), str(size), format_at(at)[:16],
+                label(level, index, agent=agent),
+                str(size),
+                format_at(at)[:16],
                 node.text if node else "?",
-            )  # fmt: skip
+            )
         tables.append(table)
     return tables
 
@@ -257,9 +265,15 @@ def show(snap: Snapshot, *, depth: int | None = None) -> RenderableType:
 
     steps = [part for table in step_tables(snap) for part in (table, Text())]
     return Group(
-        tree(snap, depth=depth), Text(), built(snap), Text(), outline_table(snap), Text(),
-        *steps, tail_table(snap),
-    )  # fmt: skip
+        tree(snap, depth=depth),
+        Text(),
+        built(snap),
+        Text(),
+        outline_table(snap),
+        Text(),
+        *steps,
+        tail_table(snap),
+    )
 
 
 def show_json(snap: Snapshot) -> dict[str, Any]:
@@ -274,36 +288,58 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
         "settings": json.loads(snap.about.settings) if snap.about and snap.about.settings else None,
         "figures": asdict(figures(snap)),
         "nodes": [
-            {"label": n.label, "level": n.level, "index": n.index, "text": n.text,
-             "bytes": n.bytes, "at": format_at(n.at), "outline": (n.level, n.index) in shown}
+            {
+                "label": n.label,
+                "level": n.level,
+                "index": n.index,
+                "text": n.text,
+                "bytes": n.bytes,
+                "at": format_at(n.at),
+                "outline": (n.level, n.index) in shown,
+            }
             for n in sorted(snap.nodes, key=lambda n: (n.index * 2**n.level, n.level))
         ],
         "outline": [
-            {"label": label(level, index), "bytes": size, "at": format_at(at),
-             "text": node.text if (node := nodes.get((level, index))) else None}
+            {
+                "label": label(level, index),
+                "bytes": size,
+                "at": format_at(at),
+                "text": node.text if (node := nodes.get((level, index))) else None,
+            }
             for level, index, size, at in snap.outline.lines
         ],
         "steps": {
             agent: {
-                "bytes": o.bytes, "boundary": o.boundary,
+                "bytes": o.bytes,
+                "boundary": o.boundary,
                 "lines": [
-                    {"label": label(level, index, agent=agent), "bytes": size,
-                     "at": format_at(at), "text": node.text if (node := steps.get(
-                         (agent, level, index))) else None}
+                    {
+                        "label": label(level, index, agent=agent),
+                        "bytes": size,
+                        "at": format_at(at),
+                        "text": node.text if (node := steps.get((agent, level, index))) else None,
+                    }
                     for level, index, size, at in o.lines
                 ],
             }
             for agent, o in sorted(snap.outline.steps.items())
         },
         "tail": [stored_json(s) for s in snap.tail],
-    }  # fmt: skip
+    }
 
 
 def stored_json(s: Stored) -> dict[str, Any]:
     """A stored message as `show --json`'s tail and `messages --json` print it."""
     m = s.message
     return {
-        "index": s.index, "seq": s.seq, "id": m.id, "author": m.author, "to": m.to,
-        "at": format_at(m.at), "step": m.step, "tokens": s.weight, "text": m.text,
+        "index": s.index,
+        "seq": s.seq,
+        "id": m.id,
+        "author": m.author,
+        "to": m.to,
+        "at": format_at(m.at),
+        "step": m.step,
+        "tokens": s.weight,
+        "text": m.text,
         "files": [f.to_json() for f in m.files],
-    }  # fmt: skip
+    }

@@ -89,9 +89,11 @@ class Claims:
                     await self._run(RELEASE, thread)
                 except (StoreError, ClosedError) as exc:
                     log.warning(
-                        "thread %r: releasing the claim failed (%s)", thread, exc,
+                        "thread %r: releasing the claim failed (%s)",
+                        thread,
+                        exc,
                         extra={"chat_thread": thread},
-                    )  # fmt: skip
+                    )
 
     async def close(self) -> None:
         """Let every claim go: the connection closes."""

@@ -168,9 +168,14 @@ async def search(
     # A stem read in part for any agent: its rarity from how many rows of every agent hold it.
     capped = set().union(*frequent.values())
     ranked = rank(
-        counts, places, stems, messages=messages, lines=lines, limit=limit,
+        counts,
+        places,
+        stems,
+        messages=messages,
+        lines=lines,
+        limit=limit,
         frequent={k: holding[k] for k in capped},
-    )  # fmt: skip
+    )
     read = await reads.details([r.key for r in ranked]) if ranked else []
     details = {(a, bool(line), level, i): row for a, line, level, i, *row in read}
     return [_hit(r, *details[r.key]) for r in ranked if r.key in details]
@@ -267,9 +272,11 @@ async def _fill(
     keyed = {words.key(thread, agent) + stem: stem for stem in stems}
     missing = [
         (term, line, level, index)
-        for a, line, level, index in sorted(places) if a == agent
-        for term, stem in keyed.items() if stem not in counts.get((a, line, level, index), {})
-    ]  # fmt: skip
+        for a, line, level, index in sorted(places)
+        if a == agent
+        for term, stem in keyed.items()
+        if stem not in counts.get((a, line, level, index), {})
+    ]
     if not missing:
         return
     found = [_match((*r, 0, "")) for r in await reads.held(missing)]
@@ -345,11 +352,14 @@ def rank(
     ranked.sort()
     return [
         Ranked(
-            score=-r.minus_score, key=r.key, at=places[r.key][1], held=frozenset(r.held),
+            score=-r.minus_score,
+            key=r.key,
+            at=places[r.key][1],
+            held=frozenset(r.held),
             terms=tuple(word for stem in stems if stem in r.held for word in stems[stem]),
         )
         for r in _listed(ranked, limit)
-    ]  # fmt: skip
+    ]
 
 
 def _hit(r: Ranked, message: str | None, since: str, text: str) -> Hit:

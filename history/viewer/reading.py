@@ -78,11 +78,17 @@ def figures_of(outline: Outline, whole: Sequence[Stored], title: str | None) -> 
     `2n - popcount(n)` nodes in `n.bit_length()` levels."""
     n, pending = outline.boundary, len(whole) - len(outline.tail)
     return Figures(
-        thread=outline.thread, title=title, messages=outline.position + 1 + pending,
-        pending=pending, nodes=2 * n - n.bit_count(), depth=n.bit_length(),
-        lines=len(outline.lines), bytes=outline.bytes, tail=len(whole),
+        thread=outline.thread,
+        title=title,
+        messages=outline.position + 1 + pending,
+        pending=pending,
+        nodes=2 * n - n.bit_count(),
+        depth=n.bit_length(),
+        lines=len(outline.lines),
+        bytes=outline.bytes,
+        tail=len(whole),
         tokens=outline.tokens + sum(s.weight for s in whole[len(outline.tail) :]),
-    )  # fmt: skip
+    )
 
 
 async def figures(store: Store, thread: str, title: str | None) -> Figures:
@@ -151,12 +157,15 @@ async def read_page(
     )
     about, whole = snapshot.about, snapshot.tail
     return Page(
-        figures=figures_of(outline, whole, about.title if about else None), outline=outline,
+        figures=figures_of(outline, whole, about.title if about else None),
+        outline=outline,
         whole=whole,
-        drawn=Drawn(span=boundary, top=max(boundary.bit_length() - 1, 0), boxes=tuple(boxes),
-                    outline=lines),
-        hits=hits, steps=await _steps(store, outline),
-    )  # fmt: skip
+        drawn=Drawn(
+            span=boundary, top=max(boundary.bit_length() - 1, 0), boxes=tuple(boxes), outline=lines
+        ),
+        hits=hits,
+        steps=await _steps(store, outline),
+    )
 
 
 async def _steps(store: Store, outline: Outline) -> dict[str, tuple[Summary, ...]]:
