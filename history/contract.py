@@ -267,15 +267,23 @@ class Outline:
     version: int
     """Bumped by every commit, for optimistic concurrency."""
     lines: list[Entry]
+    """The outline's lines, oldest first: what an agent is sent for the messages that left."""
     bytes: int
+    """The outline's size: each line's bytes and one."""
     boundary: int
     """How many shared messages left the tail: the index of the first still whole."""
     since: datetime | None
+    """The `at` of the tail's oldest message (None before the first message is processed)."""
     cut_at: datetime | None
+    """The `at` of the message whose arrival made the last cut (None before the first cut)."""
     gone: datetime | None
+    """The newest `at` of every message (shared or step) that ever left the tail."""
     tail: deque[TailItem]
+    """The messages still whole, oldest first: a contiguous run of the processed ones by seq."""
     tokens: int
+    """The tail's weight: the sum of its messages' tokens."""
     draining: bool
+    """A fold is unfinished: lines keep merging until the outline is under its lower bound."""
     position: int
     """The seq of the last message processed (-1 before any)."""
     floor: int = 0

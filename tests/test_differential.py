@@ -26,6 +26,8 @@ from history.trace import simulate
 
 from .conftest import START
 
+pytestmark = pytest.mark.slow
+
 # Imported by name, so that the reference (written from the SPEC alone) stays outside the type
 # check; a missing one fails the tests rather than skipping them.
 reference = importlib.import_module("tests.reference")

@@ -129,6 +129,7 @@ def outlines(draw: st.DrawFn) -> tuple[Outline, dict[tuple[int, int], int], int,
     return o, built, low, draw(st.integers(low, o.bytes + 10))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(outlines())
 async def test_the_fold_merges_as_the_spec_weighs_every_pair_each_step(

@@ -111,6 +111,7 @@ def test_a_pages_links_lead_somewhere(page: Path) -> None:
             assert heading in {anchor(h) for h in headings}, f"{page.name} links to #{heading}"
 
 
+@pytest.mark.slow
 def test_the_readmes_agents_answer(outcomes: dict[tuple[str, int], dict[str, str]]) -> None:
     """TestModel answers the agent example with what its tools said; the backend says `Noted.`"""
     printed = [outcome["printed"] for (page, _), outcome in outcomes.items() if page == "README.md"]
@@ -118,6 +119,7 @@ def test_the_readmes_agents_answer(outcomes: dict[tuple[str, int], dict[str, str
     assert "Noted.\n" in printed
 
 
+@pytest.mark.slow
 def test_the_readmes_agents_keep_their_threads(
     outcomes: dict[tuple[str, int], dict[str, str]],
 ) -> None:
@@ -145,6 +147,7 @@ def test_the_readmes_agents_keep_their_threads(
     assert answered and answered[-1][0] == "north"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("page", "number"), [(page, number) for page, number, _ in BLOCKS],
     ids=[f"{page}-block-{number}" for page, number, _ in BLOCKS],

@@ -383,6 +383,7 @@ def indexed(database: str) -> list[tuple[str, bool, int]]:
     ]
 
 
+@pytest.mark.slow
 async def test_threads_carried_to_another_store_and_back_are_unchanged(
     store: Store, database: str, written: Path
 ) -> None:

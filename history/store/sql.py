@@ -30,6 +30,7 @@ from .adapter import Body, Database, Transaction
 from .moves import Move, move_from_row, move_row
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
+from .rows import Record
 from .searching import SearchReads
 from .writes import apply, foreign, index_lines, index_thread, post, thread_records
 
@@ -40,6 +41,11 @@ _ERASED = (
     "erase_moves",
 )  # fmt: skip
 """What an erase deletes and counts, the outline first (see `queries.sql`)."""
+
+
+_Read = tuple[Outline, Sequence[Record], Sequence[Record], Sequence[Record], Record | None]
+"""What a snapshot's transaction reads: the outline, then the rows of its tail, of its nodes
+and of the agent's step nodes, and of its title and settings."""
 
 
 class _Stale(Exception):
@@ -179,7 +185,9 @@ class SQLStore:
         tree: bool = False,
         outline: Outline | None = None,
     ) -> Snapshot | None:
-        async def read(tx: Transaction) -> Snapshot | None:
+        # The rows become data after the transaction, outside SQLite's thread: Python's work
+        # there would hold the interpreter's lock while the event loop waits for it.
+        async def read(tx: Transaction) -> _Read | None:
             found = outline
             if found is None:
                 row = await tx.one("outline", thread=thread)
@@ -190,29 +198,38 @@ class SQLStore:
                     row = {**rows.new_outline_row(thread), "tail": "[]"}
                 found = rows.outline_from_row(row)
             tail = await tx.fetch("tail", thread=thread, first=found.tail_start)
-            if tree:
-                every = [
-                    rows.summary_from_row(r) for r in await tx.fetch("summaries", thread=thread)
-                ]
-                nodes = tuple(n for n in every if not n.agent)
-                steps = tuple(n for n in every if n.agent)
-            else:
-                nodes = tuple(await _nodes(tx, thread, _keys(found.lines), agent=""))
-                own = found.steps.get(agent) if agent else None
-                steps = ()
-                if agent and own is not None:
-                    steps = tuple(await _nodes(tx, thread, _keys(own.lines), agent=agent))
             about = await tx.one("about", thread=thread)
-            return Snapshot(
-                outline=found,
-                nodes=nodes,
-                steps=steps,
-                tail=tuple(rows.stored_from_row(r) for r in tail),
-                natives={r["id"]: r["native"] for r in tail if r["native"] is not None},
-                about=None if about is None else rows.about_from_row(about),
+            if tree:
+                return found, tail, await tx.fetch("summaries", thread=thread), (), about
+            own = found.steps.get(agent) if agent else None
+            nodes = await _node_rows(tx, thread, _keys(found.lines), agent="")
+            steps = (
+                ()
+                if own is None
+                else await _node_rows(tx, thread, _keys(own.lines), agent=agent or "")
             )
+            return found, tail, nodes, steps, about
 
-        return await self._sql.run(read, mode="snapshot")
+        done = await self._sql.run(read, mode="snapshot")
+        if done is None:
+            return None
+        found, tail, node_rows, step_rows, about = done
+        nodes = [rows.summary_from_row(r) for r in node_rows]
+        steps = [rows.summary_from_row(r) for r in step_rows]
+        if tree:
+            nodes, steps = [n for n in nodes if not n.agent], [n for n in nodes if n.agent]
+        else:
+            own = found.steps.get(agent) if agent else None
+            nodes = _in_order(nodes, _keys(found.lines))
+            steps = [] if own is None else _in_order(steps, _keys(own.lines))
+        return Snapshot(
+            outline=found,
+            nodes=tuple(nodes),
+            steps=tuple(steps),
+            tail=tuple(rows.stored_from_row(r) for r in tail),
+            natives={r["id"]: r["native"] for r in tail if r["native"] is not None},
+            about=None if about is None else rows.about_from_row(about),
+        )
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
         found = await self._sql.run(
@@ -342,7 +359,8 @@ class SQLStore:
     ) -> list[Summary]:
         if not keys:
             return []
-        return await self._sql.run(lambda tx: _nodes(tx, thread, keys, agent=agent))
+        found = await self._sql.run(lambda tx: _node_rows(tx, thread, keys, agent=agent))
+        return _in_order([rows.summary_from_row(r) for r in found], keys)
 
     async def search(
         self, thread: str, query: str, limit: int, *, agent: str | None = None
@@ -395,13 +413,13 @@ class SQLStore:
         return self._sql.claim(thread)
 
 
-async def _nodes(
+async def _node_rows(
     tx: Transaction, thread: str, keys: Sequence[tuple[int, int]], *, agent: str
-) -> list[Summary]:
-    """The nodes of one tree at `(level, index)` keys that exist, in the order of `keys`."""
+) -> Sequence[Record]:
+    """The rows of the nodes of one tree at `(level, index)` keys that exist, in any order."""
     if not keys:
-        return []
-    found = await tx.fetch(
+        return ()
+    return await tx.fetch(
         "nodes",
         thread=thread,
         agent=agent,
@@ -409,7 +427,11 @@ async def _nodes(
         levels=[level for level, _ in keys],
         indexes=[index for _, index in keys],
     )
-    by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
+
+
+def _in_order(nodes: Sequence[Summary], keys: Sequence[tuple[int, int]]) -> list[Summary]:
+    """The nodes of one tree at `keys`, in the order of `keys` (those that exist)."""
+    by_key = {(node.level, node.index): node for node in nodes}
     return [by_key[key] for key in keys if key in by_key]
 
 
