@@ -15,10 +15,12 @@ from processing one thread.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 
@@ -43,9 +45,9 @@ _ERASED = (
 """What an erase deletes and counts, the outline first (see `queries.sql`)."""
 
 
-_Read = tuple[Outline, Sequence[Record], Sequence[Record], Sequence[Record], Record | None]
-"""What a snapshot's transaction reads: the outline, then the rows of its tail, of its nodes
-and of the agent's step nodes, and of its title and settings."""
+_Read = tuple[Record | None, Sequence[Record], Sequence[Record], Sequence[Record], Record | None]
+"""What a snapshot's transaction reads: the outline's row (None when it was given), then the
+rows of its tail, of its nodes and of the agent's step nodes, and of its title and settings."""
 
 
 class _Stale(Exception):
@@ -186,34 +188,37 @@ class SQLStore:
         outline: Outline | None = None,
     ) -> Snapshot | None:
         # The rows become data after the transaction, outside SQLite's thread: Python's work
-        # there would hold the interpreter's lock while the event loop waits for it.
+        # there holds the interpreter's lock, and is preempted on a busy machine.
         async def read(tx: Transaction) -> _Read | None:
-            found = outline
-            if found is None:
+            row: Record | None = None
+            if outline is not None:
+                own = outline.steps.get(agent) if agent else None
+                first, keys = outline.tail_start, _keys(outline.lines)
+                step_keys = [] if own is None else _keys(own.lines)
+            else:
                 row = await tx.one("outline", thread=thread)
                 if row is None:
                     if await tx.one("any_message", thread=thread) is None:
                         return None
                     # A crash came between a first message and its outline: read it as made.
                     row = {**rows.new_outline_row(thread), "tail": "[]"}
-                found = rows.outline_from_row(row)
-            tail = await tx.fetch("tail", thread=thread, first=found.tail_start)
+                first, keys = row["tail_start"], _keys(json.loads(row["lines"]))
+                own_json = json.loads(row["steps"]).get(agent) if agent else None
+                step_keys = [] if own_json is None else _keys(own_json["lines"])
+            tail = await tx.fetch("tail", thread=thread, first=first)
             about = await tx.one("about", thread=thread)
             if tree:
-                return found, tail, await tx.fetch("summaries", thread=thread), (), about
-            own = found.steps.get(agent) if agent else None
-            nodes = await _node_rows(tx, thread, _keys(found.lines), agent="")
-            steps = (
-                ()
-                if own is None
-                else await _node_rows(tx, thread, _keys(own.lines), agent=agent or "")
-            )
-            return found, tail, nodes, steps, about
+                return row, tail, await tx.fetch("summaries", thread=thread), (), about
+            nodes = await _node_rows(tx, thread, keys, agent="")
+            steps = await _node_rows(tx, thread, step_keys, agent=agent or "")
+            return row, tail, nodes, steps, about
 
         done = await self._sql.run(read, mode="snapshot")
         if done is None:
             return None
-        found, tail, node_rows, step_rows, about = done
+        row, tail, node_rows, step_rows, about = done
+        found = outline if row is None else rows.outline_from_row(row)
+        assert found is not None  # no row is read only when the outline is given
         nodes = [rows.summary_from_row(r) for r in node_rows]
         steps = [rows.summary_from_row(r) for r in step_rows]
         if tree:
@@ -435,8 +440,9 @@ def _in_order(nodes: Sequence[Summary], keys: Sequence[tuple[int, int]]) -> list
     return [by_key[key] for key in keys if key in by_key]
 
 
-def _keys(lines: Sequence[Entry]) -> list[tuple[int, int]]:
-    return [(level, index) for level, index, _, _ in lines]
+def _keys(lines: Sequence[Entry] | Sequence[list[Any]]) -> list[tuple[int, int]]:
+    """The `(level, index)` of outline lines, as entries or as the JSON the row keeps."""
+    return [(line[0], line[1]) for line in lines]
 
 
 def _migration(name: str, filename: str, dialect: Dialect) -> Body[None]:
