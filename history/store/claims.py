@@ -87,11 +87,13 @@ class Claims:
             with anyio.CancelScope(shield=True):
                 try:
                     await self._run(RELEASE, thread)
-                except StoreError as exc:
+                except (StoreError, ClosedError) as exc:
                     log.warning(
-                        "thread %r: releasing the claim failed (%s)", thread, exc,
+                        "thread %r: releasing the claim failed (%s)",
+                        thread,
+                        exc,
                         extra={"chat_thread": thread},
-                    )  # fmt: skip
+                    )
 
     async def close(self) -> None:
         """Let every claim go: the connection closes."""
