@@ -14,6 +14,9 @@ HistoryError
  ├── RetractRefused       taking back messages a line stands for, or a cut was tried at
  └── SummarizerError      the summarizer raised or timed out (the batch is retried)
       ├── Exhausted       (summarizer) the same ask failed too often: its line is a cut
+      ├── Refused         (summarizer) a failure waiting will not mend: a key or model refused
+      ├── Down            (summarizer) the breaker is open and the History stops rather than
+      │                   fall back: the thread's messages stay pending
       └── UnpinnedError   work that would call the model where only recorded calls were allowed
 
 Raised inside the plugin and caught there, never reaching a caller (outside the family, as
@@ -22,7 +25,11 @@ they are control flow, not failures):
 Exception
  ├── Vanished             (processing) a message the outline names is gone: the thread was
  │                        erased under the batch, which is dropped
- └── _Stale               (batch; store.sql) the outline moved under a commit: it is redone
+ ├── _Stale               (batch; store.sql) the outline moved under a commit: it is redone
+ ├── Stale                (store.changes) the outline moved since a rename or re-summary was
+ │                        made from it: the change is not written (`Store.change` is False)
+ └── _Raised              (asking) a BaseException a reply raised of its own, carried to its
+                          caller as an ordinary failure
 """
 
 from __future__ import annotations
