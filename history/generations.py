@@ -222,10 +222,10 @@ MANY = 1_000
 
 
 async def _later(
-    store: Store, thread: str, nodes: Sequence[Summary | Hit | Key], *, upto: int | None = None
+    store: Store, thread: str, nodes: Sequence[Summary | Hit | Key]
 ) -> list[Generation]:
-    """The newest generation of each of `nodes` made by change `upto` (None: the newest); every
-    generation of the thread when they are many."""
+    """The newest generation of each of `nodes`; every generation of the thread when they are
+    many."""
     if len(nodes) > MANY:
         return await store.generations(thread)
     keys: dict[str, list[tuple[int, int]]] = {}
@@ -234,7 +234,7 @@ async def _later(
         keys.setdefault(agent, []).append((level, index))
     found: list[Generation] = []
     for agent, some in keys.items():
-        found += await store.generations(thread, some, agent=agent, upto=upto)
+        found += await store.generations(thread, some, agent=agent)
     return found
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from history import History, HistorySettings, prompt_text, view
+from history.generated import Generation
 from history.store import open_store
 from history.store.sqlite import SQLiteStore
 
@@ -72,6 +73,35 @@ async def test_a_snapshot_is_the_outline_its_nodes_the_tail_its_forms_and_title(
         assert earlier == snap
     finally:
         await store.close()
+
+
+async def test_a_snapshot_carries_the_names_and_the_generations_its_nodes_show(
+    database: str,
+) -> None:
+    await _fill(database)
+    async with History(HistorySettings(summarizer="scripted"), store=database) as history:
+        await history.rename("Ana", "Ann", now=True)  # taken by the outline at once
+        await history.rename("north", "Nora")  # taken at the next cut or fold
+        store = history.store
+        snap = await store.snapshot("t", agent="north")
+        tree = await store.snapshot("t", tree=True)
+        made, shown = await store.shown("t")
+        every = await store.generations("t")
+        names = await store.names("t")
+    assert snap is not None and tree is not None and 0 < shown < made
+    assert list(snap.names) == list(tree.names) == names != []
+    assert (snap.made, snap.shown) == (tree.made, tree.shown) == (made, shown)
+    # Of each node shown, its newest generation by change `shown`: Ana's rename, not north's.
+    newest: dict[tuple[str, int, int], Generation] = {}
+    for g in every:
+        if g.made <= shown:
+            newest[g.key] = g
+    keys = {(n.agent, n.level, n.index) for n in (*snap.nodes, *snap.steps)}
+    assert sorted(snap.generations, key=lambda g: g.key) == [
+        newest[k] for k in sorted(keys) if k in newest
+    ]
+    assert snap.generations and all(g.made <= shown for g in snap.generations)
+    assert list(tree.generations) == every  # a whole tree's: every one
 
 
 class Counting(SQLiteStore):
