@@ -181,6 +181,12 @@ WHERE m.thread = :thread AND m.seq <= o.position ORDER BY m.seq;
 SELECT id, native FROM message
 WHERE thread = :thread AND seq > :after AND native IS NOT NULL ORDER BY seq;
 
+-- name: tail
+-- What a view sends whole (`Store.snapshot`): the thread's messages from the tail's first on,
+-- processed or not, with their provider's forms, in seq order: a range of the (thread, seq) key.
+SELECT id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx, native
+FROM message WHERE thread = :thread AND seq >= :first ORDER BY seq;
+
 -- name: summary
 -- A node by its key (agent '': the shared tree).
 SELECT thread, level, idx, text, bytes, message, at, agent, fallback FROM summary

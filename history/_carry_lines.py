@@ -361,7 +361,7 @@ def _lines_out(lines: list[Entry]) -> list[tuple[int, int, int, str]]:
 
 
 def _lines_in(lines: list[tuple[int, int, int, str]]) -> list[Entry]:
-    return [(level, index, by, parse_at(when)) for level, index, by, when in lines]
+    return [Entry(level, index, by, parse_at(when)) for level, index, by, when in lines]
 
 
 def outline_of(line: OutlineLine) -> Outline:

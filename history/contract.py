@@ -7,10 +7,11 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ._checks import name_text, optional_text, required_text, text, wrong
 from .errors import InputError
+from .generated import Generation, Name
 
 FileKind = Literal["image", "text", "pdf", "other"]
 Outcome = Literal["fit", "cut", "fallback"]
@@ -153,8 +154,15 @@ class Message:
         )
 
 
-Entry = tuple[int, int, int, datetime]
-"""An outline line: `(level, index, bytes, at)`, `at` the newest instant the node covers."""
+class Entry(NamedTuple):
+    """An outline line: the node it shows, its size and when it ends."""
+
+    level: int
+    index: int  # type: ignore[assignment]  # the node's index, in place of tuple.index
+    bytes: int
+    """The node's text in UTF-8 bytes."""
+    at: datetime
+    """The newest instant the node covers."""
 
 
 def entries_json(lines: Iterable[Entry]) -> list[list[Any]]:
@@ -260,15 +268,23 @@ class Outline:
     version: int
     """Bumped by every commit, for optimistic concurrency."""
     lines: list[Entry]
+    """The outline's lines, oldest first: what an agent is sent for the messages that left."""
     bytes: int
+    """The outline's size: each line's bytes and one."""
     boundary: int
     """How many shared messages left the tail: the index of the first still whole."""
     since: datetime | None
+    """The `at` of the tail's oldest message (None before the first message is processed)."""
     cut_at: datetime | None
+    """The `at` of the message whose arrival made the last cut (None before the first cut)."""
     gone: datetime | None
+    """The newest `at` of every message (shared or step) that ever left the tail."""
     tail: deque[TailItem]
+    """The messages still whole, oldest first: a contiguous run of the processed ones by seq."""
     tokens: int
+    """The tail's weight: the sum of its messages' tokens."""
     draining: bool
+    """A fold is unfinished: lines keep merging until the outline is under its lower bound."""
     position: int
     """The seq of the last message processed (-1 before any)."""
     floor: int = 0
@@ -359,6 +375,36 @@ class About:
     """The settings its tree and outline were built with, as JSON (`settings.recorded`);
     None before it is first processed."""
     space: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """A thread as one transaction read it (`Store.snapshot`): what a view, a zoom and the
+    inspecting commands are built from, so that its parts agree with each other."""
+
+    outline: Outline
+    nodes: tuple[Summary, ...]
+    """The nodes of the shared outline's lines, in its order (with `tree`: every node of the
+    shared tree, by level and index)."""
+    steps: tuple[Summary, ...]
+    """The nodes of `agent`'s step outline's lines, in its order (with `tree`: every node of
+    every agent's step tree, by agent, level and index)."""
+    tail: tuple[Stored, ...]
+    """What an agent is sent whole: the outline's tail, then every message stored after it (not
+    processed yet), in seq order."""
+    natives: Mapping[str, str]
+    """The provider's form (JSON) of the `tail`'s messages stored with one, by id."""
+    about: About | None
+    """Its title and the settings it was built with, when the store has either."""
+    names: tuple[Name, ...] = ()
+    """The display names that apply in the thread (`names.display` reads them)."""
+    made: int = 0
+    """The thread's newest change (0: it has none, and no generation after the first)."""
+    shown: int = 0
+    """The change its outline has taken: the newest generations an agent is shown."""
+    generations: tuple[Generation, ...] = ()
+    """Of each node in `nodes` and `steps`, its newest generation made by change `shown`, when
+    it has one (with `tree`: every generation of the thread after the first)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,17 +1,35 @@
 """The errors chat-outline raises, one small family.
 
 HistoryError
+ ├── ClosedError          the plugin or store was used outside its `async with` block
  ├── ConfigurationError   settings that cannot work (refused at startup)
  ├── InputError           a message or event refused before anything is written
- │    └── ConflictError   an id (or a node, a call) already stored with other content
+ │    ├── ConflictError   an id (or a node, a call) already stored with other content
+ │    └── Below           (ingest) a bad record below the place being read; each is reported
+ │                        as a problem of its file, never raised to the caller
  ├── StoreError           the store failed, or is not ours (driver errors translated once)
- │    ├── ClosedError     the plugin or store was used after it was closed
  │    └── StoreGoneError  the store's database, schema or tables are gone (dropped)
  ├── NotFoundError        a thread or node that does not exist
  ├── RebuildRefused       a rebuild that would drop lines, unless forced
  ├── RetractRefused       taking back messages a line stands for, or a cut was tried at
  └── SummarizerError      the summarizer raised or timed out (the batch is retried)
+      ├── Exhausted       (summarizer) the same ask failed too often: its line is a cut
+      ├── Refused         (summarizer) a failure waiting will not mend: a key or model refused
+      ├── Down            (summarizer) the breaker is open and the History stops rather than
+      │                   fall back: the thread's messages stay pending
       └── UnpinnedError   work that would call the model where only recorded calls were allowed
+
+Raised inside the plugin and caught there, never reaching a caller (outside the family, as
+they are control flow, not failures):
+
+Exception
+ ├── Vanished             (processing) a message the outline names is gone: the thread was
+ │                        erased under the batch, which is dropped
+ ├── _Stale               (batch; store.sql) the outline moved under a commit: it is redone
+ ├── Stale                (store.changes) the outline moved since a rename or re-summary was
+ │                        made from it: the change is not written (`Store.change` is False)
+ └── _Raised              (asking) a BaseException a reply raised of its own, carried to its
+                          caller as an ordinary failure
 """
 
 from __future__ import annotations
@@ -50,8 +68,10 @@ class StoreError(HistoryError):
     """The store failed, or the database is not one of ours."""
 
 
-class ClosedError(StoreError):
-    """The plugin or its store was used outside its `async with` block."""
+class ClosedError(HistoryError):
+    """The plugin or its store was used outside its `async with` block.
+
+    Not a StoreError: a store failure is worth trying again, using a closed one never is."""
 
 
 class StoreGoneError(StoreError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .contract import Hit, Message, Stored, Summary
+from .contract import Hit, Message, Snapshot, Stored, Summary
 from .generated import Form, Generation
 from .lines import line_of, size
 from .names import Display, display, named_line, whole_word, whole_words
@@ -186,12 +186,35 @@ def _with(node: Summary, generation: Generation | None) -> Summary:
     return replace(node, text=g.text, bytes=g.bytes, fallback=g.fallback)
 
 
-async def shown_nodes(store: Store, thread: str, nodes: Sequence[Summary]) -> list[Summary]:
-    """The nodes as the outline an agent is sent shows them (section 5)."""
-    made, shown = await store.shown(thread)
-    if not made:
-        return list(nodes)
-    return overlay(nodes, await _later(store, thread, nodes, upto=shown), upto=shown)
+def shown_snapshot(snapshot: Snapshot) -> Snapshot:
+    """The snapshot's nodes and steps as the outline an agent is sent shows them (section 5):
+    each with its newest generation made by the change the outline has taken."""
+    if not snapshot.generations:
+        return snapshot
+    later, upto = snapshot.generations, snapshot.shown
+    return replace(
+        snapshot,
+        nodes=tuple(overlay(snapshot.nodes, later, upto=upto)),
+        steps=tuple(overlay(snapshot.steps, later, upto=upto)),
+    )
+
+
+def current_snapshot(snapshot: Snapshot) -> Snapshot:
+    """A snapshot of a whole tree (`Store.snapshot(tree=True)`) with its nodes' current texts."""
+    if not snapshot.generations:
+        return snapshot
+    later = snapshot.generations
+    return replace(
+        snapshot,
+        nodes=tuple(overlay(snapshot.nodes, later)),
+        steps=tuple(overlay(snapshot.steps, later)),
+    )
+
+
+def current_numbers(snapshot: Snapshot) -> dict[Key, int]:
+    """The number of each node's current generation in a snapshot of a whole tree (those with
+    generation 0 left out)."""
+    return {g.key: g.generation for g in sorted(snapshot.generations, key=lambda g: g.generation)}
 
 
 MANY = 1_000
@@ -199,10 +222,10 @@ MANY = 1_000
 
 
 async def _later(
-    store: Store, thread: str, nodes: Sequence[Summary | Hit | Key], *, upto: int | None = None
+    store: Store, thread: str, nodes: Sequence[Summary | Hit | Key]
 ) -> list[Generation]:
-    """The newest generation of each of `nodes` made by change `upto` (None: the newest); every
-    generation of the thread when they are many."""
+    """The newest generation of each of `nodes`; every generation of the thread when they are
+    many."""
     if len(nodes) > MANY:
         return await store.generations(thread)
     keys: dict[str, list[tuple[int, int]]] = {}
@@ -211,7 +234,7 @@ async def _later(
         keys.setdefault(agent, []).append((level, index))
     found: list[Generation] = []
     for agent, some in keys.items():
-        found += await store.generations(thread, some, agent=agent, upto=upto)
+        found += await store.generations(thread, some, agent=agent)
     return found
 
 

@@ -465,8 +465,6 @@ class History:
                     log.error("thread %r: %s", thread, exc, extra={"chat_thread": thread})
                     return
                 except (SummarizerError, StoreError) as exc:
-                    if isinstance(exc, ClosedError):
-                        raise
                     # A summarizer's retries are bounded per request: the pause starts over
                     # after an answer or a fallback, so a dead model costs each line the same.
                     if isinstance(exc, SummarizerError):

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from .errors import ClosedError, ConfigurationError, StoreError, StoreGoneError
+from .errors import ConfigurationError, StoreError, StoreGoneError
 from .plugin import History
 from .summarizer import Deferred
 
@@ -101,8 +101,6 @@ async def _poll(history: History, every: float, threads: int) -> StoreGoneError:
             await history.catch_up(limit=threads)
         except StoreGoneError as exc:
             return exc
-        except ClosedError:
-            raise
         except StoreError as exc:  # the database is away for a moment: look again later
             log.warning("worker: looking for work failed (%s)", exc)
         await anyio.sleep(every)

@@ -84,7 +84,7 @@ async def _cut(
         line = await nodes.get(0, outline.boundary)
         if line is None:
             line = await summarize(await _read(read, oldest.id), nodes, write, limit=settings.line)
-        outline.lines.append((0, outline.boundary, line.bytes, oldest.at))
+        outline.lines.append(Entry(0, outline.boundary, line.bytes, oldest.at))
         outline.bytes += line.bytes + 1
         outline.boundary += 1
     return left
@@ -108,7 +108,7 @@ async def _step_leaves(
         line = await summarize(stored, nodes, write, limit=settings.line)
     # A thread stored by version 1: the agent's earlier steps left without a line.
     steps = outline.steps.setdefault(agent, StepOutline(boundary=index))
-    steps.lines.append((0, index, line.bytes, item.at))
+    steps.lines.append(Entry(0, index, line.bytes, item.at))
     steps.bytes += line.bytes + 1
     steps.boundary = index + 1
 
@@ -177,7 +177,7 @@ async def _merge(outline: _Lines, nodes: Nodes, low: int, agent: str) -> bool:
             continue  # not built: this fold cannot merge it
         pos = bisect_left(lines, start, key=_start)
         (_, _, left_bytes, left_at), (_, _, right_bytes, right_at) = lines[pos : pos + 2]
-        lines[pos : pos + 2] = [(level + 1, index // 2, parent.bytes, max(left_at, right_at))]
+        lines[pos : pos + 2] = [Entry(level + 1, index // 2, parent.bytes, max(left_at, right_at))]
         outline.bytes += (parent.bytes + 1) - (left_bytes + 1) - (right_bytes + 1)
         present -= {(level, index), (level, index + 1)}
         present.add((level + 1, index // 2))

@@ -49,7 +49,7 @@ class Nodes:
         return bool((index + 1) * 2**level > self._boundaries.get(agent, 0))
 
     async def get(self, level: int, index: int, *, agent: str = "") -> Summary | None:
-        key = (agent, level, index)
+        key = NodeKey(agent, level, index)
         if key in self._batch:
             return self._batch[key]
         if self._past(agent, level, index):
@@ -64,18 +64,18 @@ class Nodes:
         wanted = [
             key
             for key in dict.fromkeys(keys)
-            if (agent, *key) not in self._batch
-            and (agent, *key) not in self._known
+            if NodeKey(agent, *key) not in self._batch
+            and NodeKey(agent, *key) not in self._known
             and not self._past(agent, *key)
         ]
         if self._read_many is None or len(wanted) < 2:
             return
         found = {(n.level, n.index): n for n in await self._read_many(agent, wanted)}
         for key in wanted:
-            self._known[(agent, *key)] = found.get(key)
+            self._known[NodeKey(agent, *key)] = found.get(key)
 
     def put(self, node: Summary) -> None:
-        self._batch[(node.agent, node.level, node.index)] = node
+        self._batch[NodeKey(node.agent, node.level, node.index)] = node
         self.written.append(node)
 
     def settle(self) -> None:

@@ -21,6 +21,8 @@ from history import History, HistorySettings
 
 from .conftest import exchange
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.anyio
 async def test_a_small_scale_run_times_every_slice_and_reads_at_each_checkpoint(

@@ -38,6 +38,8 @@ from history.store.writes import POSTED_TOGETHER
 from .conftest import Opener, exchange
 from .stores import run_sql
 
+pytestmark = pytest.mark.slow
+
 TINY = replace(
     QUICK,
     synthetic=160,

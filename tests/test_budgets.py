@@ -169,6 +169,7 @@ def test_ingest_continues_a_thread_with_its_own_settings_and_refuses_others_unle
     assert built(capsys, db) == built(capsys, wider)
 
 
+@pytest.mark.slow
 def test_the_demo_again_on_its_store_keeps_its_settings_or_rebuilds_when_told(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -293,6 +294,7 @@ def test_a_budget_for_a_model_pydantic_ai_cannot_place_is_refused(model: str) ->
         HistorySettings.for_budget(16_000, summarizer="echo", model=model)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_prompt_of_a_budgets_settings_stays_within_it(tmp_path: Path) -> None:
     """Over a long chat that cuts and folds many times, what an agent is sent is never more

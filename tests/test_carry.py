@@ -21,7 +21,7 @@ from history.store import Store, open_store
 from .chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch
 from .conftest import message
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 FICKLE = HistorySettings(summarizer="fickle", **SMALL)
 
 

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAID = ["Plan the launch for December", "We need a trailer", "And a landing page",
         "Who writes the copy?", "The price is 4,200 EUR per seat", "ok thanks"]  # fmt: skip

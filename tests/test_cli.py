@@ -266,6 +266,7 @@ def loaded(*argv: str, cwd: Path) -> set[str]:
     return set(result.stderr.splitlines()[-1].split())
 
 
+@pytest.mark.slow
 def test_help_and_a_read_command_load_nothing_heavy(db: Path) -> None:
     assert loaded("--help", cwd=db.parent) == set()
     assert loaded("threads", "--help", cwd=db.parent) == set()
@@ -273,6 +274,7 @@ def test_help_and_a_read_command_load_nothing_heavy(db: Path) -> None:
     assert loaded("show", "t", "--db", str(db), cwd=db.parent) == {"aiosqlite", "rich"}
 
 
+@pytest.mark.slow
 def test_the_startup_benchmark_times_commands_against_the_bare_interpreter(tmp_path: Path) -> None:
     found = startup.measure(tmp_path, repeats=1, commands=[("--help",), ("threads", "--json")])
     assert [s.command for s in found] == ["chat-outline --help", "chat-outline threads --json"]

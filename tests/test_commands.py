@@ -218,6 +218,7 @@ def test_the_demo_into_a_named_store_keeps_it_and_a_rerun_changes_nothing(
     assert first[0][:2] == ["launch", "272"]
 
 
+@pytest.mark.slow
 def test_the_command_is_installed_and_its_demo_needs_no_network_or_key(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     result = subprocess.run(

@@ -15,7 +15,7 @@ from history.trace import snapshot
 
 from .crashing import SETTINGS, conversation
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 
 

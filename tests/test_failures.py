@@ -63,6 +63,7 @@ async def run_trace(
         return await snapshot(run.history, run.asks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inner", [Echo, Scripted], ids=["echo", "scripted"])
 async def test_failure_timing_does_not_change_the_trace(
     open_history: Opener, tmp_path: Path, inner: type[Summarizer]

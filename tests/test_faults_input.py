@@ -34,6 +34,8 @@ from history.store.records import ThreadRecords
 
 from .conftest import message
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "launch.jsonl"
 READ_ONLY = (

@@ -58,7 +58,7 @@ from .workers import ready, worker
 if TYPE_CHECKING:
     from asyncpg import Record
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SMALL: Options = {"line": 96, "tail": (1, 2), "kept": 1}
 """Every message but the newest leaves the tail, and each of `chat`'s is longer than a line:

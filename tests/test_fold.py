@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 def outline(lines: list[tuple[int, int]], boundary: int, *, line_bytes: int = 100) -> Outline:
     entries: list[Entry] = [
-        (level, index, line_bytes, START + timedelta(minutes=(index + 1) * 2**level - 1))
+        Entry(level, index, line_bytes, START + timedelta(minutes=(index + 1) * 2**level - 1))
         for level, index in lines
     ]
     return Outline(
@@ -99,7 +99,9 @@ def spec_fold(o: Outline, built: dict[tuple[int, int], int], low: int, high: int
             best[1] : best[1] + 2
         ]
         size = built[level + 1, index // 2]
-        o.lines[best[1] : best[1] + 2] = [(level + 1, index // 2, size, max(left_at, right_at))]
+        o.lines[best[1] : best[1] + 2] = [
+            Entry(level + 1, index // 2, size, max(left_at, right_at))
+        ]
         o.bytes += size + 1 - (left_bytes + 1) - (right_bytes + 1)
     o.draining = False
 
@@ -117,7 +119,9 @@ def outlines(draw: st.DrawFn) -> tuple[Outline, dict[tuple[int, int], int], int,
         start += 2**level
     o = outline(lines, boundary)
     sizes = draw(st.lists(st.integers(1, 150), min_size=len(lines), max_size=len(lines)))
-    o.lines = [(lv, ix, size, at) for (lv, ix, _, at), size in zip(o.lines, sizes, strict=True)]
+    o.lines = [
+        Entry(lv, ix, size, at) for (lv, ix, _, at), size in zip(o.lines, sizes, strict=True)
+    ]
     o.bytes = sum(size + 1 for size in sizes)
     nodes = {(lv, ix) for lv in range(1, 9) for ix in range(boundary // 2**lv + 1)}
     built = draw(st.dictionaries(st.sampled_from(sorted(nodes)), st.integers(1, 150)))
@@ -125,6 +129,7 @@ def outlines(draw: st.DrawFn) -> tuple[Outline, dict[tuple[int, int], int], int,
     return o, built, low, draw(st.integers(low, o.bytes + 10))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(outlines())
 async def test_the_fold_merges_as_the_spec_weighs_every_pair_each_step(

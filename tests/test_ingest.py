@@ -543,6 +543,7 @@ def test_the_format_is_told_from_the_content(content: bytes, expected: str) -> N
     assert detect(content, Path("export.json")) == expected
 
 
+@pytest.mark.slow
 def test_reading_every_format_loads_neither_the_plugin_nor_the_trace(tmp_path: Path) -> None:
     """Reading files is a layer of its own, above the core types: a tool that only reads a
     file never starts the plugin's machinery, and the trace can import the reader."""

@@ -1,4 +1,4 @@
-"""The shape docs/ARCHITECTURE.md describes, checked on the tree: layers, cycles, sizes."""
+"""The shape docs/ARCHITECTURE.md describes, checked on the tree: layers, cycles, cohesion."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LONGEST = 420
-"""About 400 lines a module: a module past it holds two things."""
 
 
 def modules() -> dict[str, Path]:
@@ -157,48 +155,37 @@ def test_a_lower_floor_never_imports_a_higher_one() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_a_module_holds_one_thing(name: str) -> None:
-    lines = len(MODULES[name].read_text().splitlines())
-    assert lines <= LONGEST, f"{MODULES[name].relative_to(ROOT)} has {lines} lines"
+def test_a_module_says_the_one_thing_it_holds(name: str) -> None:
+    doc = ast.get_docstring(ast.parse(MODULES[name].read_text())) or ""
+    assert doc.strip(), f"{MODULES[name].relative_to(ROOT)} does not say what it holds"
 
 
-PROCESSORS_MAY_IMPORT = {
-    "history.contract",
-    "history.processing",
-    "history.lines",
-    "history.settings",
-    "history.errors",
-}
-"""The data they take and return, and the seam typing the callbacks they are handed."""
-
-
-def test_processors_take_data_and_return_changes() -> None:
-    for name, path in MODULES.items():
-        if not name.startswith("history.processors"):
+def private_names(name: str, path: Path) -> set[str]:
+    """The private names (`_x`, not modules) `name` imports from the package's other modules."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _run(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
             continue
-        used = {m for m in inside(imports(name, path)) if not m.startswith("history.processors")}
-        wider = {m for m in used if m not in PROCESSORS_MAY_IMPORT and m != "history"}
-        assert not wider, f"{name} imports {sorted(wider)}"
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join([*base, node.module] if node.module else base)
+        else:
+            module = (node.module or "").replace("processors", "history.processors", 1)
+        for alias in node.names:
+            private = alias.name.startswith("_") and not alias.name.startswith("__")
+            if private and module in MODULES and f"{module}.{alias.name}" not in MODULES:
+                found.add(f"{module}.{alias.name}")
+    return found
 
 
-def test_the_store_never_imports_a_model() -> None:
-    for name, path in MODULES.items():
-        if name.startswith("history.store"):
-            used = imports(name, path)
-            assert not {m for m in used if m.startswith(("history.summarizer", "pydantic_ai"))}, (
-                name
-            )
+def test_what_a_module_keeps_private_no_other_module_uses() -> None:
+    # One concept a module: a private name another module needs is the concept split in two.
+    reached = {name: private_names(name, path) for name, path in MODULES.items()}
+    assert {name: found for name, found in reached.items() if found} == {}
 
 
-def test_reading_files_never_imports_the_plugin() -> None:
-    forbidden = ("history.plugin", "history.trace", "history.store", "history.cli")
-    for name, path in MODULES.items():
-        if name.startswith("history.ingest"):
-            used = inside(imports(name, path, lazy=False))
-            assert not {m for m in used if m.startswith(forbidden)}, f"{name} imports {used}"
-
-
-def test_collections_hold_sql_only() -> None:
-    # A top-level `collections/__init__.py` would shadow the standard library's collections.
-    assert not (ROOT / "collections" / "__init__.py").exists()
-    assert {p.suffix for p in (ROOT / "collections").iterdir()} == {".sql"}
+def test_reaching_into_a_private_name_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text("from .lines import _private\nfrom . import _checks\n")
+    assert private_names("history.probe", path) == {"history.lines._private"}

@@ -14,6 +14,8 @@ from history.cli import main
 
 from .chats import SMALL, ingest, long_chat
 
+pytestmark = pytest.mark.slow
+
 BUDGETS = ["--line", "96", "--tail", "80,240", "--outline", "300,700", "--kept", "2"]
 
 

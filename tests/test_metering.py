@@ -54,6 +54,7 @@ async def test_each_model_call_is_reported_to_the_host_with_its_thread_and_token
     )
 
 
+@pytest.mark.slow
 async def test_usage_sums_the_recorded_calls_per_thread_and_prices_them(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
     asks = await ingest(

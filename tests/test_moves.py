@@ -16,6 +16,7 @@ from .conftest import Opener, exchange
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_each_cut_and_fold_is_a_move_and_the_timeline_is_what_processing_left(
     open_history: Opener, database: str
 ) -> None:

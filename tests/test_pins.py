@@ -112,6 +112,7 @@ def test_the_model_key_is_the_plugins() -> None:
     assert model_key("echo", None) != history.model_key
 
 
+@pytest.mark.slow
 async def test_the_plugin_replays_every_line_and_records_each_call_once(tmp_path: Path) -> None:
     path = tmp_path / "a.sqlite"
     await ingest(long_chat(240), FICKLE, store=str(path), model=Fickle(1))

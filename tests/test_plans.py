@@ -212,6 +212,7 @@ def test_no_statement_scans_a_thread_on_postgresql() -> None:
         assert anyio.run(explain, url) == []
 
 
+@pytest.mark.slow
 def test_counting_a_terms_postings_reads_no_more_than_its_cap(tmp_path: Path) -> None:
     # Search counts a stem's postings for its rarity up to a cap: a stem that 2,000 rows hold
     # costs what one that 200 do (the cap is 100 here), and one that 50 do less. Past the cap,

@@ -23,7 +23,7 @@ from .stores import postgres_schema, postgres_server, postgres_sql
 from .test_store import processed
 from .workers import SETTINGS
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
 

@@ -15,6 +15,8 @@ from history.cli import main
 
 from .stores import postgres_schema, postgres_sql
 
+pytestmark = pytest.mark.slow
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
 
 

@@ -127,6 +127,7 @@ def well_paired(sent: list[ModelMessage]) -> bool:
     return True
 
 
+@pytest.mark.slow
 async def test_calls_and_results_stay_paired_at_every_cut_position(open_history: Opener) -> None:
     turns: list[list[Message]] = []
     for turn in range(12):

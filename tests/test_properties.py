@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,8 @@ from history import Ask, History, HistorySettings, Message, Outline, Stored, Sum
 from history.trace import snapshot
 
 from .conftest import START, Settings
+
+pytestmark = pytest.mark.slow
 
 WORDS = ["ok", "price", "49 €", "launch", "naïve", "日本語", "trailer", "id-7f3a", "\n", "😀"]
 

@@ -15,7 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+
+from history.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -35,16 +38,18 @@ for number, (page, block, code) in enumerate(blocks):
     try:
         with contextlib.redirect_stdout(printed):
             exec(compile(code, f"{page} block {block}", "exec"), {"__name__": "__main__"})
-        results.append({"error": "", "printed": printed.getvalue()})
+        results.append({"error": "", "printed": printed.getvalue(), "folder": os.getcwd()})
     except BaseException:
-        results.append({"error": traceback.format_exc(), "printed": printed.getvalue()})
+        error = traceback.format_exc()
+        results.append({"error": error, "printed": printed.getvalue(), "folder": os.getcwd()})
 print(json.dumps(results))
 """
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], dict[str, str]]:
-    """What each block raised (empty when it ran) and printed, run with no key and no network."""
+    """What each block raised (empty when it ran) and printed, and the folder it ran in, run with
+    no key and no network."""
     folder = tmp_path_factory.mktemp("pages")
     for number in range(len(BLOCKS)):
         (folder / str(number)).mkdir()
@@ -112,6 +117,7 @@ def test_a_pages_links_lead_somewhere(page: Path) -> None:
             assert heading in {anchor(h) for h in headings}, f"{page.name} links to #{heading}"
 
 
+@pytest.mark.slow
 def test_the_readmes_agents_answer(outcomes: dict[tuple[str, int], dict[str, str]]) -> None:
     """TestModel answers the agent example with what its tools said; the backend says `Noted.`"""
     printed = [outcome["printed"] for (page, _), outcome in outcomes.items() if page == "README.md"]
@@ -119,6 +125,35 @@ def test_the_readmes_agents_answer(outcomes: dict[tuple[str, int], dict[str, str
     assert "Noted.\n" in printed
 
 
+@pytest.mark.slow
+def test_the_readmes_agents_keep_their_threads(
+    outcomes: dict[tuple[str, int], dict[str, str]],
+) -> None:
+    """Each example records its run in the thread it names, in the store it names: the question
+    and the agent's answer, in order."""
+
+    async def said(path: Path) -> list[tuple[str, str]]:
+        store = open_store(path, read_only=True)
+        await store.open()
+        try:
+            return [
+                (s.message.author, s.message.text) for s in await store.pending("launch", -1, 50)
+            ]
+        finally:
+            await store.close()
+
+    folders = [Path(o["folder"]) for (page, _), o in outcomes.items() if page == "README.md"]
+    kept = {
+        path.name: anyio.run(said, path) for folder in folders for path in folder.glob("*.sqlite")
+    }
+    assert set(kept) == {"chat.sqlite", "app.sqlite"}
+    assert kept["app.sqlite"] == [("Ana", "Price it at 49 € a year."), ("north", "Noted.")]
+    asked, *answered = kept["chat.sqlite"]
+    assert asked[1] == "What did we settle about the price?"
+    assert answered and answered[-1][0] == "north"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("page", "number"), [(page, number) for page, number, _ in BLOCKS],
     ids=[f"{page}-block-{number}" for page, number, _ in BLOCKS],

@@ -18,7 +18,7 @@ from .chats import SMALL, Fickle, ingest, long_chat, trace
 from .conftest import Options
 from .stores import run_sql
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 @asynccontextmanager

@@ -60,6 +60,7 @@ async def rebuilt(path: Path, settings: HistorySettings, **options: object) -> i
     return done.model_calls
 
 
+@pytest.mark.slow
 async def test_a_custom_summarizers_key_is_in_every_recorded_calls_key(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
     asks = await ingest(long_chat(120), SETTINGS, store=str(path), model=Prompted("v1"))
@@ -70,6 +71,7 @@ async def test_a_custom_summarizers_key_is_in_every_recorded_calls_key(tmp_path:
     assert await rebuilt(path, SETTINGS, model=Prompted("v2"), allow_model_calls=True) > 0
 
 
+@pytest.mark.slow
 async def test_the_model_summarizer_takes_the_instructions_and_keys_its_calls_by_them(
     tmp_path: Path,
 ) -> None:

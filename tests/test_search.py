@@ -198,6 +198,7 @@ def both(tmp_path: Path) -> Iterator[list[str]]:
         yield [sqlite, postgresql]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("candidates", [ranking.CANDIDATES, 8])
 async def test_sqlite_and_postgresql_give_the_same_hits_in_the_same_order(
     both: list[str], candidates: int, monkeypatch: pytest.MonkeyPatch
@@ -222,6 +223,7 @@ async def test_sqlite_and_postgresql_give_the_same_hits_in_the_same_order(
     assert any(h.agent == "north" for hits in found[0] for h in hits)
 
 
+@pytest.mark.slow
 async def test_of_a_frequent_word_only_the_newest_rows_are_candidates(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -488,6 +490,7 @@ def test_a_stems_rarity_is_estimated_past_the_count_from_where_its_last_counted_
     assert ranking.estimate(0, 1_000, counted=1) == 1_000
 
 
+@pytest.mark.slow
 async def test_a_common_stems_rarity_is_estimated_near_its_count(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

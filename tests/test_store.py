@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from history import ClosedError, ConflictError, File, HistorySettings, Message, StoreError, Summary
-from history.contract import Ask, Hit, Stored
+from history.contract import Ask, Entry, Hit, Stored
 from history.store import Store, open_store, rows
 from history.store.records import ThreadRecords
 
@@ -163,7 +163,7 @@ async def test_a_commit_writes_the_batch_only_over_the_outline_it_started_from(
     after = before.copy()
     after.tail.append(stored.tail_item())
     after.tokens, after.position, after.since = 5, 0, stored.message.at
-    after.lines = [(0, 0, 9, START)]
+    after.lines = [Entry(0, 0, 9, START)]
     written, asks = [leaf("t", 0, "Ana: line", "t-0")], [ask("t", 0, "S0"), ask("t", 1, "S1")]
 
     assert await store.commit(
@@ -383,6 +383,7 @@ def indexed(database: str) -> list[tuple[str, bool, int]]:
     ]
 
 
+@pytest.mark.slow
 async def test_threads_carried_to_another_store_and_back_are_unchanged(
     store: Store, database: str, written: Path
 ) -> None:

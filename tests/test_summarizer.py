@@ -114,6 +114,7 @@ async def test_a_merge_over_the_limit_asks_with_its_labels(open_history: Opener)
     assert [a.level for a in run.asks] == [0, 0, 1]
 
 
+@pytest.mark.slow
 async def test_a_huge_message_is_sent_bounded(open_history: Opener) -> None:
     huge = "é" * 5_000_000  # 10 MB
     # Without the cut gap: with it, the huge message's own weight sets the floor, and it stays.

@@ -53,6 +53,7 @@ def routes(thread: str) -> list[str]:
             "/static/viewer.css"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_every_route_answers_with_its_policy(client: TestClient) -> None:
     for route in routes(THREAD):
         answer = client.get(route)
@@ -258,6 +259,7 @@ def test_serve_binds_to_this_machine_and_warns_on_another_host(
     assert "warning: listening on '0.0.0.0'" in err
 
 
+@pytest.mark.slow
 def test_both_stores_serve_the_same_pages(tmp_path: Path) -> None:
     from importlib import resources
 

@@ -21,6 +21,8 @@ import pytest
 
 from .viewing import cli_json, demo_store, hostile_store
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 

@@ -30,6 +30,8 @@ from .workers import (
     write_jsonl,
 )
 
+pytestmark = pytest.mark.slow
+
 THREADS = ("alpha", "Alpha", "beta", "B", "émile", "zeta", "😀 room", "a b", "ß", "Ω", "m1",
            "m10", "m2", "_x", "ÿ", "ann")  # fmt: skip
 

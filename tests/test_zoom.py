@@ -19,6 +19,7 @@ FILLER = [
 ]
 
 
+@pytest.mark.slow
 async def test_a_price_settled_early_stays_in_reach(open_history: Opener, database: str) -> None:
     texts = ["We need a plan for the launch.", "We settled the price: 4,200 EUR per seat, final."]
     texts += [FILLER[k % 3].format(k=k) for k in range(150)]

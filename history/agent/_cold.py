@@ -19,10 +19,9 @@ from weakref import WeakKeyDictionary
 
 import anyio
 
-from ..contract import Outline
+from ..contract import Outline, Snapshot
 from ..errors import ConfigurationError
 from ..plugin import History
-from ._tail import read_tail
 
 log = logging.getLogger(__name__)
 
@@ -53,32 +52,40 @@ def check_wait(wait: object) -> float:
     return float(wait)
 
 
-async def outline_for(history: History, thread: str, *, turn: bool, wait: float) -> Outline | None:
-    """The outline a view of `thread` is built from: the committed one, after a cold `turn`'s
-    wait of at most `wait` seconds, or the one held since a cold cut that missed its wait."""
+async def snapshot_for(
+    history: History, thread: str, *, agent: str | None, turn: bool, wait: float
+) -> Snapshot | None:
+    """What a view of `thread` for `agent` is built from: the thread as committed, after a cold
+    `turn`'s wait of at most `wait` seconds, or with the outline held since a cold cut that
+    missed its wait."""
     holds = _HELD.setdefault(history, {})
-    current = await history.store.outline(thread)
-    if current is None:
+    snapshot = await history.store.snapshot(thread, agent=agent)
+    if snapshot is None:
         return None
+    current = snapshot.outline
     cold = history.settings.cold
     if turn and cold is not None:
-        tail = await read_tail(history, current)
+        tail = snapshot.tail
         if len(tail) > 1 and (tail[-1].message.at - tail[-2].message.at).total_seconds() > cold:
             holds.pop(thread, None)  # what was held lands now
             with anyio.move_on_after(wait) as waited:
                 await history.settled(thread, tail[-1].seq)
             if not waited.cancelled_caught:
-                return await history.store.outline(thread)
+                return await history.store.snapshot(thread, agent=agent)
             log.info(
                 "thread %r: a cold turn's processing took over %.1fs; its cut is held for the "
-                "next cold turn", thread, wait, extra={"chat_thread": thread},
-            )  # fmt: skip
+                "next cold turn",
+                thread,
+                wait,
+                extra={"chat_thread": thread},
+            )
             holds[thread] = _Hold(outline=current, cold=tail[-1].message.at)
-            return current
+            return snapshot
     held = holds.get(thread)
     if held is None:
-        return current
+        return snapshot
     if current.cut_at in (held.outline.cut_at, held.cold):
-        return held.outline  # no cut since but the held one: the prompt's start stays
+        # No cut since but the held one: the prompt's start stays.
+        return await history.store.snapshot(thread, agent=agent, outline=held.outline)
     del holds[thread]  # a later cut moved the prompt's start anyway
-    return current
+    return snapshot

@@ -11,14 +11,15 @@ shared one, in blocks the same way.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from pydantic_ai.messages import CachePoint, CompactionPart, ModelRequestPart, UserPromptPart
 
-from ..contract import Entry, Outline
-from ..generations import shown_nodes
+from ..contract import Entry, Snapshot, Summary
+from ..generations import shown_snapshot
 from ..lines import one_line, size
-from ..plugin import History
+from ..settings import HistorySettings
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +30,9 @@ fewer blocks send less; smaller ones leave less to re-send after a cut (the part
 keeps the marks within Anthropic's lookback (20 blocks from a mark) and scales with the budget."""
 
 
-async def outline_parts(
-    history: History,
-    outline: Outline,
+def outline_parts(
+    settings: HistorySettings,
+    snapshot: Snapshot,
     agent: str | None,
     block_lines: int | None,
     since: datetime | None,
@@ -43,14 +44,14 @@ async def outline_parts(
     partial block, or the step outline): they stay the same until a fold, so the mark keeps
     hitting while cuts append lines. Another ends the outlines.
     """
-    settings = history.settings
-    shown = [(outline.lines, "", settings.outline)]
+    outline, snapshot = snapshot.outline, shown_snapshot(snapshot)
+    shown = [(outline.lines, snapshot.nodes, settings.outline)]
     steps = outline.steps.get(agent) if agent else None
     if agent and steps is not None:
-        shown.append((steps.lines, agent, settings.steps or settings.outline))
+        shown.append((steps.lines, snapshot.steps, settings.steps or settings.outline))
     outlines = [
-        await _blocks(history, outline.thread, lines, who, since, block_lines, bounds[1] // BLOCKS)
-        for lines, who, bounds in shown
+        _blocks(outline.thread, lines, nodes, since, block_lines, bounds[1] // BLOCKS)
+        for lines, nodes, bounds in shown
     ]
     parts: list[ModelRequestPart] = []
     for texts, at, partial in outlines:
@@ -66,28 +67,29 @@ async def outline_parts(
     return parts
 
 
-async def _blocks(
-    history: History,
+def _blocks(
     thread: str,
     lines: list[Entry],
-    agent: str,
+    nodes: Sequence[Summary],
     since: datetime | None,
     block_lines: int | None,
     block_bytes: int,
 ) -> tuple[list[str], datetime, bool]:
-    """One outline as blocks of `{label}|{text}` lines, the newest `at` it shows, and whether
-    its last block is partial. A block closes at `block_lines` lines or, when that is None, once
-    its lines hold `block_bytes` bytes as the outline counts them (a line's bytes and one)."""
-    entries = [e for e in lines if since is None or e[3] >= since]
-    keys = [(level, index) for level, index, _, _ in entries]
-    nodes = await shown_nodes(
-        history.store, thread, await history.store.nodes(thread, keys, agent=agent)
-    )
-    if len(nodes) < len(keys):  # only if the store lost a node: show what is left
+    """One outline as blocks of `{label}|{text}` lines (`nodes`, those of its `lines`), the
+    newest `at` it shows, and whether its last block is partial. A block closes at
+    `block_lines` lines or, when that is None, once its lines hold `block_bytes` bytes as the
+    outline counts them (a line's bytes and one)."""
+    entries = [e for e in lines if since is None or e.at >= since]
+    if len(nodes) < len(lines):  # only if the store lost a node: show what is left
         log.warning(
-            "thread %r: %d outline lines have no node", thread, len(keys) - len(nodes),
+            "thread %r: %d outline lines have no node",
+            thread,
+            len(lines) - len(nodes),
             extra={"chat_thread": thread},
-        )  # fmt: skip
+        )
+    if len(entries) < len(lines):
+        keys = {(e.level, e.index) for e in entries}
+        nodes = [n for n in nodes if (n.level, n.index) in keys]
     blocks: list[str] = []
     block: list[str] = []
     held = 0
@@ -99,7 +101,7 @@ async def _blocks(
             block, held = [], 0
     if block:
         blocks.append("\n".join(block))
-    at = entries[-1][3] if entries else datetime.min.replace(tzinfo=UTC)
+    at = entries[-1].at if entries else datetime.min.replace(tzinfo=UTC)
     return blocks, at, bool(block)
 
 

@@ -29,11 +29,10 @@ from pydantic_ai.messages import (
 )
 
 from ..asking import describe
-from ..contract import Outline, Stored
+from ..contract import Snapshot, Stored
 from ..lines import label, prefix, render, size
 from ..names import Display, named
 from ..plugin import History
-from .lookup import BATCH
 from .steps import Calls, Returns, Step, cut_text, step_messages
 
 log = logging.getLogger(__name__)
@@ -59,14 +58,15 @@ class Run:
         return [s for s in tail if s.seq < first or s.message.id in self.recorded]
 
 
-async def read_natives(
-    history: History, thread: str, after: int, agent: str, tail: list[Stored]
+def read_natives(
+    snapshot: Snapshot, agent: str, tail: list[Stored]
 ) -> dict[str, list[ModelMessage]]:
     """The agent's own messages in the tail as their provider sent them, by id: the message
     last, after the recall exchange that led to it (see `history.agent.capability.RECALL`)."""
+    thread = snapshot.outline.thread
     own = {s.message.id for s in tail if s.message.author == agent}
     found: dict[str, list[ModelMessage]] = {}
-    for id, text in (await history.store.natives(thread, after)).items():
+    for id, text in snapshot.natives.items():
         if id not in own:
             continue
         try:
@@ -74,32 +74,20 @@ async def read_natives(
         except ValueError as exc:  # a form this pydantic-ai cannot read: the text
             # The error's type only: a validation error quotes the message's content.
             log.warning(
-                "thread %r: message %r has a native form that cannot be read (%s)", thread, id,
-                describe(exc), extra={"chat_thread": thread},
-            )  # fmt: skip
-    return found
-
-
-def tail_after(outline: Outline) -> int:
-    """The seq right before the tail's first message."""
-    return outline.tail_start - 1
-
-
-async def read_tail(history: History, outline: Outline) -> list[Stored]:
-    """The tail from the log: every message from the tail's first on, processed or not."""
-    after = tail_after(outline)
-    found: list[Stored] = []
-    while batch := await history.store.pending(outline.thread, after, BATCH):
-        found.extend(batch)
-        after = batch[-1].seq
+                "thread %r: message %r has a native form that cannot be read (%s)",
+                thread,
+                id,
+                describe(exc),
+                extra={"chat_thread": thread},
+            )
     return found
 
 
 async def answered(history: History, thread: str, agent: str) -> str:
     """Whom `agent` answers: the author of the thread's newest shared message from someone else
     (`""` when there is none)."""
-    outline = await history.store.outline(thread)
-    tail = [] if outline is None else await read_tail(history, outline)
+    snapshot = await history.store.snapshot(thread)
+    tail = () if snapshot is None else snapshot.tail
     found = (s.message.author for s in reversed(tail) if not s.message.step)
     return next((author for author in found if author != agent), "")
 

@@ -47,7 +47,7 @@ from ..contract import File, Message
 from ..errors import NotFoundError
 from ..lines import size
 from ..plugin import History
-from ._cold import COLD_WAIT, check_wait, outline_for
+from ._cold import COLD_WAIT, check_wait, snapshot_for
 from ._tail import answered
 from .caching import MAX_MARKS
 from .lookup import PAGE, search, zoom
@@ -123,8 +123,11 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         self.history, self.thread = history, thread
         self.agent, self.user, self.record_prompt, self.tools = agent, user, record_prompt, tools
         self.block_lines, self.max_age, self.cache_point, self.page = (
-            block_lines, max_age, cache_point, page,
-        )  # fmt: skip
+            block_lines,
+            max_age,
+            cache_point,
+            page,
+        )
         self.record, self.recall, self.cold_wait = record, recall, check_wait(cold_wait)
         self._sent: list[ModelMessage] | None = None
         self._system: list[SystemPromptPart] = []
@@ -135,11 +138,20 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> ThreadHistory[AgentDepsT]:
         """A fresh copy per run: what a run has sent and recorded is its own."""
         return ThreadHistory(
-            self.history, self.thread, agent=self.agent, user=self.user,
-            record_prompt=self.record_prompt, tools=self.tools, block_lines=self.block_lines,
-            max_age=self.max_age, cache_point=self.cache_point, page=self.page, record=self.record,
-            recall=self.recall, cold_wait=self.cold_wait,
-        )  # fmt: skip
+            self.history,
+            self.thread,
+            agent=self.agent,
+            user=self.user,
+            record_prompt=self.record_prompt,
+            tools=self.tools,
+            block_lines=self.block_lines,
+            max_age=self.max_age,
+            cache_point=self.cache_point,
+            page=self.page,
+            record=self.record,
+            recall=self.recall,
+            cold_wait=self.cold_wait,
+        )
 
     def get_instructions(self) -> str | None:
         return INSTRUCTIONS if self.tools else None
@@ -218,12 +230,23 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         await self._record(ctx, new)
         since = None if self.max_age is None else datetime.now(UTC) - self.max_age
         sent = await build(
-            self.history, self.thread, agent=self.agent, block_lines=self.block_lines,
-            since=since, cache_point=True, page=self.page, recall=self.recall,
+            self.history,
+            self.thread,
+            agent=self.agent,
+            block_lines=self.block_lines,
+            since=since,
+            cache_point=True,
+            page=self.page,
+            recall=self.recall,
             run=Run(id=ctx.run_id, recorded=frozenset(self._recorded)) if ctx.run_id else None,
-            outline=await outline_for(self.history, self.thread, turn=turn and self.record,
-                                      wait=self.cold_wait),
-        )  # fmt: skip
+            snapshot=await snapshot_for(
+                self.history,
+                self.thread,
+                agent=self.agent,
+                turn=turn and self.record,
+                wait=self.cold_wait,
+            ),
+        )
         sent += self._held  # this run's recall, not recorded until its answer
         if not self.record:  # read only: the prompt as it would have been recorded
             sent += [ModelRequest(parts=list(_unrecorded(new, self.user, self.agent)))]
@@ -322,9 +345,15 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         id = f"{run}:{len(self._recorded)}"
         self._recorded.append(id)
         message = Message(
-            id=id, thread=self.thread, author=self.agent if author is None else author, to=to,
-            text=text, at=at or datetime.now(UTC), step=step, files=files,
-        )  # fmt: skip
+            id=id,
+            thread=self.thread,
+            author=self.agent if author is None else author,
+            to=to,
+            text=text,
+            at=at or datetime.now(UTC),
+            step=step,
+            files=files,
+        )
         await self.history.message_created(message, native=native)
 
 

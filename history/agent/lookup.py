@@ -24,8 +24,6 @@ from ..processors.weight import tokens
 
 PAGE = 32_000
 """Bytes of a message sent at once: the head the view sends, and a page of zoom."""
-BATCH = 256
-"""Messages read from the log at once, when the tail is read."""
 RECALL_HITS = 10
 """Hits the recall block draws from, the best first."""
 RECALL_HEADER = "Earlier in this conversation, found for the newest message (label|text):"
@@ -84,23 +82,25 @@ async def zoom(
     name = label_of(level, index, agent=tree)
     if level == 0:
         return await _message(history, thread, index, page, page_bytes, agent=tree)
-    node = await history.store.summary(thread, level, index, agent=tree)
-    if node is None:
+    keys = [(level, index), (level - 1, 2 * index), (level - 1, 2 * index + 1)]
+    found = await history.store.nodes(thread, keys, agent=tree)
+    if not found or (found[0].level, found[0].index) != (level, index):
         raise NotFoundError(
             f"no line {label!r} in thread {thread!r}: use a label from the outline or from "
             "search, like the ones before each '|'"
         )
-    lines = []
-    for child in (2 * index, 2 * index + 1):
-        found = await history.store.summary(thread, level - 1, child, agent=tree)
-        if found is not None:  # both exist when the parent does; a lost one is skipped
-            lines.append(found)
-    lines = await current_nodes(history.store, thread, lines)
+    lines = await current_nodes(history.store, thread, found[1:])  # a lost child is skipped
     text = "\n".join(f"{n.label}|{one_line(n.text)}" for n in lines)
     return Zoom(
-        label=name, level=level, index=index, lines=tuple(lines), message=None, page=1, pages=1,
+        label=name,
+        level=level,
+        index=index,
+        lines=tuple(lines),
+        message=None,
+        page=1,
+        pages=1,
         text=text,
-    )  # fmt: skip
+    )
 
 
 async def search(
@@ -209,9 +209,15 @@ async def _message(
     if page < len(pages):
         shown.append(f'[page {page} of {len(pages)}: zoom("{name}", page={page + 1}) reads on]')
     return Zoom(
-        label=name, level=0, index=index, lines=(), message=m, page=page, pages=len(pages),
+        label=name,
+        level=0,
+        index=index,
+        lines=(),
+        message=m,
+        page=page,
+        pages=len(pages),
         text="\n".join(shown),
-    )  # fmt: skip
+    )
 
 
 async def _find(history: History, thread: str, index: int, agent: str) -> Stored | None:
@@ -220,24 +226,19 @@ async def _find(history: History, thread: str, index: int, agent: str) -> Stored
     node = await history.store.summary(thread, 0, index, agent=agent)
     if node is not None and node.message is not None:
         return await history.store.message(node.message)
-    outline = await history.store.outline(thread)
-    if outline is None:
+    snapshot = await history.store.snapshot(thread, agent=agent or None)
+    if snapshot is None:
         return None
+    outline = snapshot.outline
     steps = outline.steps.get(agent)
     left = outline.boundary if not agent else steps.boundary if steps is not None else 0
     if index < left:
         return None
-    after = outline.tail_start - 1
-    while batch := await history.store.pending(thread, after, BATCH):
-        for stored in batch:
-            m = stored.message
-            place = stored.step_index if m.step and m.author == agent else stored.index
-            if (m.step and m.author == agent) if agent else not m.step:
-                if place == index:
-                    return stored
-                if place is not None and place > index:
-                    return None
-        after = batch[-1].seq
+    for stored in snapshot.tail:
+        m = stored.message
+        place = stored.step_index if m.step and m.author == agent else stored.index
+        if ((m.step and m.author == agent) if agent else not m.step) and place == index:
+            return stored
     return None
 
 

@@ -29,12 +29,12 @@ from pydantic_ai.messages import (
 )
 
 from .._checks import flag, whole, wrong
-from ..contract import Outline
+from ..contract import Snapshot
 from ..errors import ConfigurationError
 from ..names import display
 from ..plugin import History
 from ._outline import outline_parts
-from ._tail import Run, merged, read_natives, read_tail, tail_after, tail_messages, unpaired
+from ._tail import Run, merged, read_natives, tail_messages, unpaired
 from .lookup import PAGE, checked, recall_block
 from .steps import decode, paired_calls
 
@@ -68,9 +68,15 @@ async def view(
             other than `agent`, appended after the tail (`recall_block`); 0 for none.
     """
     return await build(
-        history, thread, agent=agent, block_lines=block_lines, since=since,
-        cache_point=cache_point, page=page, recall=recall,
-    )  # fmt: skip
+        history,
+        thread,
+        agent=agent,
+        block_lines=block_lines,
+        since=since,
+        cache_point=cache_point,
+        page=page,
+        recall=recall,
+    )
 
 
 async def build(
@@ -84,28 +90,29 @@ async def build(
     page: int,
     run: Run | None = None,
     recall: int = 0,
-    outline: Outline | None = None,
+    snapshot: Snapshot | None = None,
 ) -> list[ModelMessage]:
     """`view`, where the requests of the messages `run` recorded carry its id (see `Run`); from
-    `outline` when given (one the thread had earlier), else from the thread's committed one."""
+    `snapshot` when given (read for `agent`, maybe of an outline the thread had earlier), else
+    from one read of the thread now (`Store.snapshot`)."""
     checked(history, thread, agent)
     _view_arguments(since=since, cache_point=cache_point, page=page)
     if block_lines is not None and block_lines < 1:
         raise ConfigurationError(f"block_lines must be at least 1, got {block_lines!r}")
     if isinstance(recall, bool) or not isinstance(recall, int) or recall < 0:
         raise ConfigurationError(f"recall must be a whole number of tokens >= 0, got {recall!r}")
-    if outline is None:
-        outline = await history.store.outline(thread)
-    if outline is None:
+    if snapshot is None:
+        snapshot = await history.store.snapshot(thread, agent=agent)
+    if snapshot is None:
         return []
+    outline = snapshot.outline
     head: list[ModelMessage] = []
-    parts = await outline_parts(history, outline, agent, block_lines, since, cache_point)
+    parts = outline_parts(history.settings, snapshot, agent, block_lines, since, cache_point)
     if parts:
         head.append(ModelRequest(parts=parts))
-    after = tail_after(outline)
-    tail = await read_tail(history, outline)
+    tail = list(snapshot.tail)
     tail = [s for s in (run.sees(tail) if run else tail) if since is None or s.message.at >= since]
-    natives = {} if agent is None else await read_natives(history, thread, after, agent, tail)
+    natives = {} if agent is None else read_natives(snapshot, agent, tail)
     steps = {
         s.message.id: step
         for s in tail
@@ -115,7 +122,7 @@ async def build(
     }
     # Nobody's view (agent None) pairs nothing: every step is text.
     paired = paired_calls(steps.values()) if agent is not None else set()
-    names = display(await history.store.names(thread), thread)
+    names = display(snapshot.names, thread)
     while True:
         messages = tail_messages(tail, steps, paired, agent, page, natives, run, names)
         sent = merged([*head, *messages])
@@ -130,9 +137,13 @@ async def build(
     )
     if recall and newest is not None:
         block = await recall_block(
-            history, thread, newest.message.text, agent=agent, budget=recall,
+            history,
+            thread,
+            newest.message.text,
+            agent=agent,
+            budget=recall,
             whole=outline.boundary,
-        )  # fmt: skip
+        )
         if block:
             at = newest.message.at
             sent = merged(

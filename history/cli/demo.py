@@ -122,7 +122,7 @@ async def show_demo(
     async with opened(db, read_only=True) as store:
         snap = await report.snapshot(store, THREAD)
     console.print(f"The store: {where}", markup=False)
-    console.print(report.threads_table([snap.figures]))
+    console.print(report.threads_table([report.figures(snap)]))
     console.print(report.show(snap, depth=depth))
     if settings.summarizer == "echo":
         console.print(

@@ -32,7 +32,7 @@ async def _erase_thread(args: argparse.Namespace) -> int:
         thread = await report.resolve(store, args.thread, exact=True)
         snap = await report.snapshot(store, thread)
         await store.erase(thread)
-    f = snap.figures
+    f = report.figures(snap)
     if args.json:
         print_json({"thread": thread, "messages": f.messages, "lines": f.nodes})
         return 0

@@ -218,15 +218,14 @@ async def only_agent(history: History, thread: str) -> str | None:
     steps (in the tail, or with a step outline of its own) or, among the messages sent whole,
     is called `assistant`; None when there are none or several (those are named on stderr)."""
     from ..ingest import ASSISTANT
-    from .report import sent_whole
 
-    outline = await history.outline(thread)
-    if outline is None:
+    snapshot = await history.store.snapshot(thread)
+    if snapshot is None:
         return None
-    whole = await sent_whole(history.store, outline)
+    whole = snapshot.tail
     agents = sorted(
         {s.message.author for s in whole if s.message.step or s.message.author == ASSISTANT}
-        | set(outline.steps)
+        | set(snapshot.outline.steps)
     )
     if len(agents) > 1:
         say(f"thread {thread!r} has agents {', '.join(agents)}: showing nobody's view "

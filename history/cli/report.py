@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..contract import About, Outline, Stored, Summary, format_at
+from ..contract import Snapshot, Stored, Summary, format_at
 from ..errors import InputError, NotFoundError
-from ..generations import numbered
+from ..generations import current_numbers, current_snapshot
 from ..lines import label, line_of
 from ..settings import listed
 from ..store import Store
@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
     from rich.tree import Tree
-
-EVERYTHING = 2**62
-"""A `limit` larger than any thread: every pending message."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,50 +51,30 @@ class Figures:
     """The tail's weight."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Snapshot:
-    """A thread as stored: its outline, its tree, and the messages still whole."""
-
-    outline: Outline
-    nodes: tuple[Summary, ...]
-    whole: tuple[Stored, ...]
-    """The tail, then any pending message: what an agent is sent whole."""
-    about: About | None = None
-    """Its title and the settings it was built with, when the store has them."""
-    steps: tuple[Summary, ...] = ()
-    """The nodes of its agents' step trees (SPEC section 6a)."""
-    generation: Mapping[tuple[str, int, int], int] = field(default_factory=dict)
-    """The number of each node's current generation, by (agent, level, index); 0 if absent."""
-
-    @property
-    def figures(self) -> Figures:
-        o, pending = self.outline, len(self.whole) - len(self.outline.tail)
-        return Figures(
-            thread=o.thread,
-            title=self.about.title if self.about else None,
-            messages=o.position + 1 + pending,
-            pending=pending,
-            nodes=len(self.nodes),
-            depth=max((n.level + 1 for n in self.nodes), default=0),
-            lines=len(o.lines),
-            bytes=o.bytes,
-            tail=len(self.whole),
-            tokens=o.tokens + sum(s.weight for s in self.whole[len(o.tail) :]),
-        )
+def figures(snap: Snapshot) -> Figures:
+    """One thread at a glance, from a snapshot of its whole tree (`snapshot`)."""
+    o, pending = snap.outline, len(snap.tail) - len(snap.outline.tail)
+    return Figures(
+        thread=o.thread,
+        title=snap.about.title if snap.about else None,
+        messages=o.position + 1 + pending,
+        pending=pending,
+        nodes=len(snap.nodes),
+        depth=max((n.level + 1 for n in snap.nodes), default=0),
+        lines=len(o.lines),
+        bytes=o.bytes,
+        tail=len(snap.tail),
+        tokens=o.tokens + sum(s.weight for s in snap.tail[len(o.tail) :]),
+    )
 
 
 async def snapshot(store: Store, thread: str) -> Snapshot:
-    """Read a thread; NotFoundError when the store holds no message of it."""
-    outline = await store.outline(thread)
-    if outline is None:
+    """Read a thread with its whole tree, in one transaction; NotFoundError when the store holds
+    no message of it."""
+    snap = await store.snapshot(thread, tree=True)
+    if snap is None:
         raise NotFoundError(f"no thread {thread!r} in {store.url!r}")
-    nodes, generation = await numbered(store, thread, await store.summaries(thread))
-    about = next(iter(await store.about(thread)), None)
-    whole = await sent_whole(store, outline)
-    return Snapshot(
-        outline=outline, nodes=tuple(n for n in nodes if not n.agent), whole=whole,
-        about=about, steps=tuple(n for n in nodes if n.agent), generation=generation,
-    )  # fmt: skip
+    return current_snapshot(snap)
 
 
 async def resolve(store: Store, name: str, *, exact: bool = False) -> str:
@@ -138,13 +115,6 @@ def matches(figures: Figures, text: str) -> bool:
     return wanted in figures.thread.casefold() or wanted in (figures.title or "").casefold()
 
 
-async def sent_whole(store: Store, outline: Outline) -> tuple[Stored, ...]:
-    """The messages an agent is sent whole: the tail, then any pending message."""
-    whole = await store.messages(outline.thread, outline.tail_start, outline.position)
-    whole += await store.pending(outline.thread, outline.position, EVERYTHING)
-    return tuple(whole)
-
-
 def fallbacks(snap: Snapshot) -> int:
     """The thread's lines written while the summarizer failed (the cut of their input), its
     steps' too."""
@@ -172,9 +142,15 @@ def threads_table(figures: Sequence[Figures], fallbacks: Mapping[str, int] | Non
         # A title is what a person knows the thread by; its id, under it, is what to type.
         thread = Text.assemble((f.title, "bold"), "\n", f.thread) if f.title else Text(f.thread)
         table.add_row(
-            thread, messages, nodes, str(f.depth), str(f.lines), str(f.bytes), str(f.tail),
+            thread,
+            messages,
+            nodes,
+            str(f.depth),
+            str(f.lines),
+            str(f.bytes),
+            str(f.tail),
             str(f.tokens),
-        )  # fmt: skip
+        )
     return table
 
 
@@ -189,7 +165,7 @@ def tree(snap: Snapshot, *, depth: int | None = None) -> Tree:
 
     nodes = {(n.level, n.index): n for n in snap.nodes}
     shown = {(level, index) for level, index, _, _ in snap.outline.lines}
-    f = snap.figures
+    f = figures(snap)
     titled = f" “{f.title}”" if f.title else ""
     root = Tree(
         Text(
@@ -265,9 +241,11 @@ def step_tables(snap: Snapshot) -> list[RenderableType]:
         for level, index, size, at in o.lines:
             node = nodes.get((agent, level, index))
             table.add_row(
-                label(level, index, agent=agent), str(size), format_at(at)[:16],
+                label(level, index, agent=agent),
+                str(size),
+                format_at(at)[:16],
                 node.text if node else "?",
-            )  # fmt: skip
+            )
         tables.append(table)
     return tables
 
@@ -277,12 +255,12 @@ def tail_table(snap: Snapshot) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    f = snap.figures
+    f = figures(snap)
     table = Table(title=f"tail: {f.tail} messages whole, {f.tokens} tokens", title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("message")
-    for stored in snap.whole:
+    for stored in snap.tail:
         number = "step" if stored.index is None else str(stored.index)
         text = Text(line_of(stored.message), no_wrap=True, overflow="ellipsis")
         table.add_row(number, str(stored.weight), text)
@@ -305,9 +283,15 @@ def show(snap: Snapshot, *, depth: int | None = None) -> RenderableType:
 
     steps = [part for table in step_tables(snap) for part in (table, Text())]
     return Group(
-        tree(snap, depth=depth), Text(), built(snap), Text(), outline_table(snap), Text(),
-        *steps, tail_table(snap),
-    )  # fmt: skip
+        tree(snap, depth=depth),
+        Text(),
+        built(snap),
+        Text(),
+        outline_table(snap),
+        Text(),
+        *steps,
+        tail_table(snap),
+    )
 
 
 def show_json(snap: Snapshot) -> dict[str, Any]:
@@ -316,43 +300,66 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
     shown = {(level, index) for level, index, _, _ in snap.outline.lines}
     nodes = {(n.level, n.index): n for n in snap.nodes}
     steps = {(n.agent, n.level, n.index): n for n in snap.steps}
+    generation = current_numbers(snap)
     return {
         "thread": snap.outline.thread,
-        "title": snap.figures.title,
+        "title": figures(snap).title,
         "settings": json.loads(snap.about.settings) if snap.about and snap.about.settings else None,
-        "figures": asdict(snap.figures) | {"fallbacks": fallbacks(snap)},
+        "figures": asdict(figures(snap)) | {"fallbacks": fallbacks(snap)},
         "nodes": [
-            {"label": n.label, "level": n.level, "index": n.index, "text": n.text,
-             "bytes": n.bytes, "at": format_at(n.at), "outline": (n.level, n.index) in shown,
-             "generation": snap.generation.get(("", n.level, n.index), 0)}
+            {
+                "label": n.label,
+                "level": n.level,
+                "index": n.index,
+                "text": n.text,
+                "bytes": n.bytes,
+                "at": format_at(n.at),
+                "outline": (n.level, n.index) in shown,
+                "generation": generation.get(("", n.level, n.index), 0),
+            }
             for n in sorted(snap.nodes, key=lambda n: (n.index * 2**n.level, n.level))
         ],
         "outline": [
-            {"label": label(level, index), "bytes": size, "at": format_at(at),
-             "text": node.text if (node := nodes.get((level, index))) else None}
+            {
+                "label": label(level, index),
+                "bytes": size,
+                "at": format_at(at),
+                "text": node.text if (node := nodes.get((level, index))) else None,
+            }
             for level, index, size, at in snap.outline.lines
         ],
         "steps": {
             agent: {
-                "bytes": o.bytes, "boundary": o.boundary,
+                "bytes": o.bytes,
+                "boundary": o.boundary,
                 "lines": [
-                    {"label": label(level, index, agent=agent), "bytes": size,
-                     "at": format_at(at), "text": node.text if (node := steps.get(
-                         (agent, level, index))) else None}
+                    {
+                        "label": label(level, index, agent=agent),
+                        "bytes": size,
+                        "at": format_at(at),
+                        "text": node.text if (node := steps.get((agent, level, index))) else None,
+                    }
                     for level, index, size, at in o.lines
                 ],
             }
             for agent, o in sorted(snap.outline.steps.items())
         },
-        "tail": [stored_json(s) for s in snap.whole],
-    }  # fmt: skip
+        "tail": [stored_json(s) for s in snap.tail],
+    }
 
 
 def stored_json(s: Stored) -> dict[str, Any]:
     """A stored message as `show --json`'s tail and `messages --json` print it."""
     m = s.message
     return {
-        "index": s.index, "seq": s.seq, "id": m.id, "author": m.author, "to": m.to,
-        "at": format_at(m.at), "step": m.step, "tokens": s.weight, "text": m.text,
+        "index": s.index,
+        "seq": s.seq,
+        "id": m.id,
+        "author": m.author,
+        "to": m.to,
+        "at": format_at(m.at),
+        "step": m.step,
+        "tokens": s.weight,
+        "text": m.text,
         "files": [f.to_json() for f in m.files],
-    }  # fmt: skip
+    }

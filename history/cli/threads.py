@@ -39,7 +39,7 @@ async def _list(args: argparse.Namespace) -> int:
     async with opened(args.db, read_only=True) as store:
         names = await store.threads()
         snapshots = [await report.snapshot(store, t) for t in names]
-    figures = [s.figures for s in snapshots]
+    figures = [report.figures(s) for s in snapshots]
     fallbacks = {s.outline.thread: report.fallbacks(s) for s in snapshots}
     if args.match is not None:
         figures = [f for f in figures if report.matches(f, args.match)]

@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
-from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
+from ..contract import About, Ask, Hit, Message, Outline, Snapshot, Stored, Summary
 from ..errors import ConfigurationError
 from ..generated import Generation, Name
 from .changes import Change
@@ -52,6 +52,25 @@ class Store(Protocol):
 
     async def outline(self, thread: str) -> Outline | None:
         """The thread's outline with its tail, or None when the thread has no messages."""
+        ...
+
+    async def snapshot(
+        self,
+        thread: str,
+        *,
+        agent: str | None = None,
+        tree: bool = False,
+        outline: Outline | None = None,
+    ) -> Snapshot | None:
+        """The thread read in one transaction, for a view, a zoom or a report; None when it has
+        no messages.
+
+        `nodes` are those of the outline's lines and `steps` those of `agent`'s step outline;
+        with `tree`, every node of the thread. With `outline` (one the thread had earlier, as
+        a view holds it), the tail and nodes are read for it instead of the committed one.
+        Its display names, `(made, shown)` change numbers and the generations of its nodes
+        (docs/generations.md) are read in the same transaction, for names and generations.
+        """
         ...
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:

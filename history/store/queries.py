@@ -182,6 +182,9 @@ PLANNED: dict[str, Planned] = {
     "pending": _planned("pending", ("thread", "seq"), thread="t", after=0, limit=10),
     "messages": _planned("messages", ("thread", "seq"), thread="t", first=0, last=10),
     "natives": _planned("natives", ("thread", "seq"), thread="t", after=0),
+    "tail": _planned("tail", ("thread", "seq"), thread="t", first=0),
+    "about": _planned("about", ("thread",), thread="t"),
+    "summaries": _planned("summaries", ("thread",), thread="t"),
     "summary": _planned(
         "summary", ("thread", "agent", "level", "idx"), thread="t", agent="", level=0, index=1
     ),

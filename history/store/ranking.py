@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .. import terms as words
 from ..contract import Hit
@@ -54,9 +54,24 @@ Counts = Mapping[str, int]
 """The query stems a row holds, with how often (the others left out)."""
 Place = tuple[int, str]
 """A row ranking weighs: its length in terms and its `at`."""
-Entry = tuple[float, float, int, int, bool, str, Key, Counts]
-"""A result as it is sorted: minus its score, minus its time, its level, index, whether it is a
-line, its agent; then its key and the stems it holds."""
+
+
+class Candidate(NamedTuple):
+    """A result as it is sorted, as a tuple: the best score, then the newest, the lower level
+    and index, messages first; its key is unique, so the stems it holds are never compared."""
+
+    minus_score: float
+    minus_at: float
+    """Minus its `at` as a POSIX timestamp."""
+    level: int
+    index: int  # type: ignore[assignment]  # the row's index, in place of tuple.index
+    line: bool
+    agent: str
+    key: Key
+    held: Counts
+    """The query stems it holds, with how often."""
+
+
 T = TypeVar("T")
 Rows = Sequence[Sequence[Any]]
 """A read's rows, each in the order of its columns."""
@@ -156,9 +171,14 @@ async def search(
     # A stem read in part for any agent: its rarity from how many rows of every agent hold it.
     capped = set().union(*frequent.values())
     ranked = rank(
-        counts, places, stems, messages=messages, lines=lines, limit=limit,
+        counts,
+        places,
+        stems,
+        messages=messages,
+        lines=lines,
+        limit=limit,
         frequent={k: holding[k] for k in capped},
-    )  # fmt: skip
+    )
     read = await reads.details([r.key for r in ranked]) if ranked else []
     details = {(a, bool(line), level, i): row for a, line, level, i, *row in read}
     return [_hit(r, *details[r.key]) for r in ranked if r.key in details]
@@ -252,9 +272,11 @@ async def _fill(
     frequent `stems`, whose rows were read only in part: those not read already."""
     missing = [
         (stem, line, level, index)
-        for a, line, level, index in sorted(places) if a == agent
-        for stem in sorted(stems) if stem not in counts.get((a, line, level, index), {})
-    ]  # fmt: skip
+        for a, line, level, index in sorted(places)
+        if a == agent
+        for stem in sorted(stems)
+        if stem not in counts.get((a, line, level, index), {})
+    ]
     if not missing:
         return
     found = [_match((*r, 0, "")) for r in await reads.held(agent, missing)]
@@ -314,13 +336,15 @@ def rank(
     stamps = {at: -datetime.fromisoformat(at).timestamp() for _, at in places.values()}
     empty: Counts = {}
     # Sorted as tuples: score, then the newest, the lower level and index, messages first.
-    ranked: list[Entry] = [
-        (-score, stamps[places[k][1]], 0, index, False, agent, k, said.get((agent, index), empty))
+    ranked: list[Candidate] = [
+        Candidate(
+            -score, stamps[places[k][1]], 0, index, False, agent, k, said.get((agent, index), empty)
+        )
         for (agent, index), score in scores.items()
         for k in [(agent, False, 0, index)]
     ]
     ranked += [
-        (-score, stamps[places[k][1]], k[2], k[3], True, k[0], k, found[k])
+        Candidate(-score, stamps[places[k][1]], k[2], k[3], True, k[0], k, found[k])
         for k, score in _bm25(
             found, length, lines, {stem: n for (line, stem), n in known.items() if line}
         ).items()
@@ -328,11 +352,14 @@ def rank(
     ranked.sort()
     return [
         Ranked(
-            score=-r[0], key=r[6], at=places[r[6]][1], held=frozenset(r[7]),
-            terms=tuple(word for stem in stems if stem in r[7] for word in stems[stem]),
+            score=-r.minus_score,
+            key=r.key,
+            at=places[r.key][1],
+            held=frozenset(r.held),
+            terms=tuple(word for stem in stems if stem in r.held for word in stems[stem]),
         )
         for r in _listed(ranked, limit)
-    ]  # fmt: skip
+    ]
 
 
 def _hit(r: Ranked, message: str | None, since: str, text: str) -> Hit:
@@ -402,17 +429,16 @@ def _windows(
     return _bm25(windows, sizes, wide, known)
 
 
-def _listed(ranked: Sequence[Entry], limit: int) -> list[Entry]:
+def _listed(ranked: Sequence[Candidate], limit: int) -> list[Candidate]:
     """Lines that add a stem, one per label, until `limit`."""
-    listed: list[Entry] = []
+    listed: list[Candidate] = []
     covered: set[str] = set()
     labels: set[tuple[str, str]] = set()
     for r in ranked:
-        agent, line, level, index = r[6]
-        name = (agent, label(level, index, agent=agent))
-        if (line and covered.issuperset(r[7])) or name in labels:
+        name = (r.agent, label(r.level, r.index, agent=r.agent))
+        if (r.line and covered.issuperset(r.held)) or name in labels:
             continue
-        covered.update(r[7])
+        covered.update(r.held)
         labels.add(name)
         listed.append(r)
         if len(listed) == limit:

@@ -222,7 +222,7 @@ def new_outline_row(thread: str) -> Params:
 
 
 def entries(value: Sequence[Sequence[Any]]) -> list[Entry]:
-    return [(lv, ix, by, datetime.fromisoformat(at)) for lv, ix, by, at in value]
+    return [Entry(lv, ix, by, datetime.fromisoformat(at)) for lv, ix, by, at in value]
 
 
 def lines_json(lines: Sequence[Entry]) -> str:

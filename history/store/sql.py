@@ -15,6 +15,7 @@ from processing one thread.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -25,7 +26,7 @@ from typing import Any
 import anyio
 
 from .. import terms
-from ..contract import About, Ask, Hit, Message, Outline, Stored, Summary
+from ..contract import About, Ask, Entry, Hit, Message, Outline, Snapshot, Stored, Summary
 from ..errors import StoreError
 from ..generated import Generation, Name
 from . import changes, ranking, records, rows
@@ -34,6 +35,7 @@ from .claims import LEASE, Claim, Claims
 from .moves import Move, move_from_row, move_row
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
+from .rows import Record
 from .searching import SearchReads
 from .writes import apply, foreign, index_lines, index_thread, insert_calls, post, thread_records
 
@@ -45,6 +47,21 @@ _ERASED = (
     "erase_generation_shown", "erase_names",
 )  # fmt: skip
 """What an erase deletes and counts, the outline first (see `queries.sql`)."""
+
+
+_Read = tuple[
+    Record | None,
+    Sequence[Record],
+    Sequence[Record],
+    Sequence[Record],
+    Record | None,
+    list[Name],
+    tuple[int, int],
+    list[Generation],
+]
+"""What a snapshot's transaction reads: the outline's row (None when it was given), then the
+rows of its tail, of its nodes and of the agent's step nodes, and of its title and settings;
+then the thread's display names, its `(made, shown)` and its nodes' generations."""
 
 
 class _Stale(Exception):
@@ -189,6 +206,78 @@ class SQLStore:
             return rows.outline_from_row(row)
 
         return await self._sql.run(read)
+
+    async def snapshot(
+        self,
+        thread: str,
+        *,
+        agent: str | None = None,
+        tree: bool = False,
+        outline: Outline | None = None,
+    ) -> Snapshot | None:
+        # The rows become data after the transaction, outside SQLite's thread: Python's work
+        # there holds the interpreter's lock, and is preempted on a busy machine.
+        async def read(tx: Transaction) -> _Read | None:
+            row: Record | None = None
+            if outline is not None:
+                own = outline.steps.get(agent) if agent else None
+                first, keys = outline.tail_start, _keys(outline.lines)
+                step_keys = [] if own is None else _keys(own.lines)
+            else:
+                row = await tx.one("outline", thread=thread)
+                if row is None:
+                    if await tx.one("any_message", thread=thread) is None:
+                        return None
+                    # A crash came between a first message and its outline: read it as made.
+                    row = {**rows.new_outline_row(thread), "tail": "[]"}
+                first, keys = row["tail_start"], _keys(json.loads(row["lines"]))
+                own_json = json.loads(row["steps"]).get(agent) if agent else None
+                step_keys = [] if own_json is None else _keys(own_json["lines"])
+            tail = await tx.fetch("tail", thread=thread, first=first)
+            about = await tx.one("about", thread=thread)
+            names = await changes.read_names(tx, thread)
+            made, shown = await changes.shown(tx, thread)
+            later: list[Generation] = []
+            if tree:
+                nodes = await tx.fetch("summaries", thread=thread)
+                if made:
+                    later = await changes.read_generations(tx, thread)
+                return row, tail, nodes, (), about, names, (made, shown), later
+            nodes = await _node_rows(tx, thread, keys, agent="")
+            steps = await _node_rows(tx, thread, step_keys, agent=agent or "")
+            if made:  # what the outline shows: the newest generations made by change `shown`
+                later = await changes.read_generations(tx, thread, keys, upto=shown)
+                later += await changes.read_generations(
+                    tx, thread, step_keys, agent=agent or "", upto=shown
+                )
+            return row, tail, nodes, steps, about, names, (made, shown), later
+
+        done = await self._sql.run(read, mode="snapshot")
+        if done is None:
+            return None
+        row, tail, node_rows, step_rows, about, names, (made, shown), later = done
+        found = outline if row is None else rows.outline_from_row(row)
+        assert found is not None  # no row is read only when the outline is given
+        nodes = [rows.summary_from_row(r) for r in node_rows]
+        steps = [rows.summary_from_row(r) for r in step_rows]
+        if tree:
+            nodes, steps = [n for n in nodes if not n.agent], [n for n in nodes if n.agent]
+        else:
+            own = found.steps.get(agent) if agent else None
+            nodes = _in_order(nodes, _keys(found.lines))
+            steps = [] if own is None else _in_order(steps, _keys(own.lines))
+        return Snapshot(
+            outline=found,
+            nodes=tuple(nodes),
+            steps=tuple(steps),
+            tail=tuple(rows.stored_from_row(r) for r in tail),
+            natives={r["id"]: r["native"] for r in tail if r["native"] is not None},
+            about=None if about is None else rows.about_from_row(about),
+            names=tuple(names),
+            made=made,
+            shown=shown,
+            generations=tuple(later),
+        )
 
     async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
         found = await self._sql.run(
@@ -368,18 +457,9 @@ class SQLStore:
         if not keys:
             return []
         found = await self._sql.run(
-            lambda tx: tx.fetch(
-                "nodes",
-                thread=thread,
-                agent=agent,
-                keys=[list(key) for key in keys],
-                levels=[level for level, _ in keys],
-                indexes=[index for _, index in keys],
-            ),
-            mode="read",
+            lambda tx: _node_rows(tx, thread, keys, agent=agent), mode="read"
         )
-        by_key = {(node.level, node.index): node for node in map(rows.summary_from_row, found)}
-        return [by_key[key] for key in keys if key in by_key]
+        return _in_order([rows.summary_from_row(r) for r in found], keys)
 
     async def search(
         self, thread: str, query: str, limit: int, *, agent: str | None = None
@@ -466,6 +546,33 @@ class SQLStore:
 
     def claim(self, thread: str) -> AbstractAsyncContextManager[Claim]:
         return self._claims.claim(thread)
+
+
+async def _node_rows(
+    tx: Transaction, thread: str, keys: Sequence[tuple[int, int]], *, agent: str
+) -> Sequence[Record]:
+    """The rows of the nodes of one tree at `(level, index)` keys that exist, in any order."""
+    if not keys:
+        return ()
+    return await tx.fetch(
+        "nodes",
+        thread=thread,
+        agent=agent,
+        keys=[list(key) for key in keys],
+        levels=[level for level, _ in keys],
+        indexes=[index for _, index in keys],
+    )
+
+
+def _in_order(nodes: Sequence[Summary], keys: Sequence[tuple[int, int]]) -> list[Summary]:
+    """The nodes of one tree at `keys`, in the order of `keys` (those that exist)."""
+    by_key = {(node.level, node.index): node for node in nodes}
+    return [by_key[key] for key in keys if key in by_key]
+
+
+def _keys(lines: Sequence[Entry] | Sequence[list[Any]]) -> list[tuple[int, int]]:
+    """The `(level, index)` of outline lines, as entries or as the JSON the row keeps."""
+    return [(line[0], line[1]) for line in lines]
 
 
 def _migration(name: str, filename: str, dialect: Dialect) -> Body[None]:

@@ -21,7 +21,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import HistoryError, NotFoundError, StoreError
+from ..errors import ClosedError, HistoryError, NotFoundError, StoreError
 from ..plugin import History
 from ..settings import HistorySettings
 from . import pages
@@ -64,7 +64,7 @@ def create_app(db: str) -> ASGIApp:
                 return await handler(request, request.app.state.history)
             except NotFoundError as exc:
                 raise HTTPException(404, str(exc)) from exc
-            except StoreError as exc:  # the database is down or gone: nothing the asker did
+            except (StoreError, ClosedError) as exc:  # down, gone or closing: not the asker's
                 log.warning("the store failed a page: %s", exc)
                 raise HTTPException(503, str(exc)) from exc
             except HistoryError as exc:

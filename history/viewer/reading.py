@@ -78,21 +78,25 @@ def figures_of(outline: Outline, whole: Sequence[Stored], title: str | None) -> 
     `2n - popcount(n)` nodes in `n.bit_length()` levels."""
     n, pending = outline.boundary, len(whole) - len(outline.tail)
     return Figures(
-        thread=outline.thread, title=title, messages=outline.position + 1 + pending,
-        pending=pending, nodes=2 * n - n.bit_count(), depth=n.bit_length(),
-        lines=len(outline.lines), bytes=outline.bytes, tail=len(whole),
+        thread=outline.thread,
+        title=title,
+        messages=outline.position + 1 + pending,
+        pending=pending,
+        nodes=2 * n - n.bit_count(),
+        depth=n.bit_length(),
+        lines=len(outline.lines),
+        bytes=outline.bytes,
+        tail=len(whole),
         tokens=outline.tokens + sum(s.weight for s in whole[len(outline.tail) :]),
-    )  # fmt: skip
+    )
 
 
 async def figures(store: Store, thread: str, title: str | None) -> Figures:
     """One thread's figures, without reading its tree."""
-    from ..cli.report import sent_whole
-
-    outline = await store.outline(thread)
-    if outline is None:
+    snapshot = await store.snapshot(thread)
+    if snapshot is None:
         raise NotFoundError(f"no thread {thread!r} in {store.url!r}")
-    return figures_of(outline, await sent_whole(store, outline), title)
+    return figures_of(snapshot.outline, snapshot.tail, title)
 
 
 def tops(boundary: int) -> list[Key]:
@@ -127,12 +131,12 @@ async def read_page(
 ) -> Page:
     """A thread's page: its figures, the tree around what is opened and found, the tail."""
     from ..agent.lookup import search
-    from ..cli.report import sent_whole
 
     store = history.store
-    outline = await store.outline(thread)
-    if outline is None:
+    snapshot = await store.snapshot(thread)
+    if snapshot is None:
         raise NotFoundError(f"no thread {thread!r} in {store.url!r}")
+    outline = snapshot.outline
     hits = tuple(await search(history, thread, query)) if query.strip() else ()
     boundary = outline.boundary
     found = {(h.level, h.index) for h in hits if not h.agent and h.index << h.level < boundary}
@@ -151,15 +155,17 @@ async def read_page(
         for level, index, _, _ in outline.lines
         if (level, index) in nodes
     )
-    about = next(iter(await store.about(thread)), None)
-    whole = await sent_whole(store, outline)
+    about, whole = snapshot.about, snapshot.tail
     return Page(
-        figures=figures_of(outline, whole, about.title if about else None), outline=outline,
+        figures=figures_of(outline, whole, about.title if about else None),
+        outline=outline,
         whole=whole,
-        drawn=Drawn(span=boundary, top=max(boundary.bit_length() - 1, 0), boxes=tuple(boxes),
-                    outline=lines),
-        hits=hits, steps=await _steps(store, outline),
-    )  # fmt: skip
+        drawn=Drawn(
+            span=boundary, top=max(boundary.bit_length() - 1, 0), boxes=tuple(boxes), outline=lines
+        ),
+        hits=hits,
+        steps=await _steps(store, outline),
+    )
 
 
 async def _steps(store: Store, outline: Outline) -> dict[str, tuple[Summary, ...]]:
