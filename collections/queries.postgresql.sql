@@ -166,3 +166,25 @@ CROSS JOIN LATERAL (SELECT * FROM generation
                     WHERE thread = :thread AND agent = :agent AND level = k.level
                       AND idx = k.idx AND made <= :upto
                     ORDER BY generation DESC LIMIT 1) AS g;
+
+-- name: unpost
+DELETE FROM search_term
+WHERE line = :line AND level = :level AND idx = :idx AND word IN (
+    SELECT id FROM search_word
+    WHERE thread = :thread AND agent = :agent AND stem = ANY(:stems::text[]));
+
+-- name: line_texts
+SELECT s.agent, s.level, s.idx, s.since, s.at, t.text
+FROM unnest(:agents::text[], :levels::integer[], :indexes::bigint[]) AS k (agent, level, idx)
+CROSS JOIN LATERAL (
+    SELECT agent, level, idx, since, at FROM search
+    WHERE thread = :thread AND agent = k.agent AND line AND level = k.level AND idx = k.idx
+    LIMIT 1
+) AS s
+CROSS JOIN LATERAL (
+    SELECT text FROM summary
+    WHERE thread = :thread AND agent = k.agent AND level = k.level AND idx = k.idx
+    UNION ALL
+    SELECT text FROM generation
+    WHERE thread = :thread AND agent = k.agent AND level = k.level AND idx = k.idx
+) AS t;
