@@ -175,7 +175,8 @@ WHERE line = :line AND level = :level AND idx = :idx AND word IN (
 
 -- name: line_texts
 SELECT s.agent, s.level, s.idx, s.since, s.at, t.text
-FROM unnest(:agents::text[], :levels::integer[], :indexes::bigint[]) AS k (agent, level, idx)
+FROM unnest(:key_agents::text[], :key_levels::integer[], :key_indexes::bigint[])
+    AS k (agent, level, idx)
 CROSS JOIN LATERAL (
     SELECT agent, level, idx, since, at FROM search
     WHERE thread = :thread AND agent = k.agent AND line AND level = k.level AND idx = k.idx

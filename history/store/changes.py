@@ -157,8 +157,8 @@ async def reindex(tx: Transaction, thread: str, current: Sequence[Summary], lang
     keys = [{"thread": thread, "agent": n.agent, "level": n.level, "idx": n.index} for n in current]
     found = await tx.fetch(
         "line_texts", thread=thread, keys=[[n.agent, n.level, n.index] for n in current],
-        agents=[n.agent for n in current], levels=[n.level for n in current],
-        indexes=[n.index for n in current],
+        key_agents=[n.agent for n in current], key_levels=[n.level for n in current],
+        key_indexes=[n.index for n in current],
     )  # fmt: skip
     stems: dict[tuple[str, int, int], set[str]] = {}
     for r in found:

@@ -259,7 +259,7 @@ PLANNED: dict[str, Planned] = {
         ("thread", "agent", "level", "idx"),
         thread="t",
         keys='[["", 0, 1], ["", 1, 0]]',
-        arrays={"agents": ["", ""], "levels": [0, 1], "indexes": [1, 0]},
+        arrays={"key_agents": ["", ""], "key_levels": [0, 1], "key_indexes": [1, 0]},
     ),
     "moves": _planned("moves", ("thread",), thread="t"),
     "weights": _planned("weights", ("thread", "seq"), thread="t", last=10),
