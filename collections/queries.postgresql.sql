@@ -175,3 +175,26 @@ WHERE lease.owner = excluded.owner OR lease.expires < extract(epoch FROM clock_t
 
 -- name: renew_lease
 UPDATE lease SET expires = extract(epoch FROM clock_timestamp())::double precision + :seconds WHERE thread = :thread AND owner = :owner;
+
+-- name: unpost
+DELETE FROM search_term
+WHERE line = :line AND level = :level AND idx = :idx AND word IN (
+    SELECT id FROM search_word
+    WHERE thread = :thread AND agent = :agent AND stem = ANY(:stems::text[]));
+
+-- name: line_texts
+SELECT s.agent, s.level, s.idx, s.since, s.at, t.text
+FROM unnest(:key_agents::text[], :key_levels::integer[], :key_indexes::bigint[])
+    AS k (agent, level, idx)
+CROSS JOIN LATERAL (
+    SELECT agent, level, idx, since, at FROM search
+    WHERE thread = :thread AND agent = k.agent AND line AND level = k.level AND idx = k.idx
+    LIMIT 1
+) AS s
+CROSS JOIN LATERAL (
+    SELECT text FROM summary
+    WHERE thread = :thread AND agent = k.agent AND level = k.level AND idx = k.idx
+    UNION ALL
+    SELECT text FROM generation
+    WHERE thread = :thread AND agent = k.agent AND level = k.level AND idx = k.idx
+) AS t;

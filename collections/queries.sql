@@ -448,8 +448,35 @@ SELECT seq, weight FROM message WHERE thread = :thread AND seq <= :last ORDER BY
 -- The seq of the thread's newest message, read from the end of the (thread, seq) key.
 SELECT max(seq) AS seq FROM message WHERE thread = :thread;
 
+-- name: unpost
+-- A row's postings, by the stems of the text it was indexed from (a JSON list): a row taken
+-- back or indexed again keeps no words to find them by, and a posting has no thread.
+DELETE FROM search_term
+WHERE line = :line AND level = :level AND idx = :idx AND word IN (
+    SELECT w.id FROM json_each(:stems) AS k
+    CROSS JOIN search_word AS w ON w.thread = :thread AND w.agent = :agent AND w.stem = k.value);
+
+-- name: line_texts
+-- Every text some lines have had (a JSON list of [agent, level, idx]), their summary's and
+-- each generation's, with their search rows' days: their postings hold the stems of one.
+SELECT s.agent, s.level, s.idx, s.since, s.at, n.text
+FROM json_each(:keys) AS k
+CROSS JOIN search AS s ON s.thread = :thread AND s.agent = json_extract(k.value, '$[0]')
+    AND s.line = 1 AND s.level = json_extract(k.value, '$[1]')
+    AND s.idx = json_extract(k.value, '$[2]')
+CROSS JOIN summary AS n ON n.thread = :thread AND n.agent = s.agent AND n.level = s.level
+    AND n.idx = s.idx
+UNION ALL
+SELECT s.agent, s.level, s.idx, s.since, s.at, g.text
+FROM json_each(:keys) AS k
+CROSS JOIN search AS s ON s.thread = :thread AND s.agent = json_extract(k.value, '$[0]')
+    AND s.line = 1 AND s.level = json_extract(k.value, '$[1]')
+    AND s.idx = json_extract(k.value, '$[2]')
+CROSS JOIN generation AS g ON g.thread = :thread AND g.agent = s.agent AND g.level = s.level
+    AND g.idx = s.idx;
+
 -- name: retract_search
--- Taking back a message: its search row (its postings go with it, by the triggers).
+-- Taking back a message: its search row (its postings first, `unpost`).
 DELETE FROM search
 WHERE thread = :thread AND agent = :agent AND NOT line AND level = 0 AND idx = :idx;
 
@@ -504,7 +531,8 @@ UPDATE outline SET version = version + 1
 WHERE thread = :thread AND epoch = :epoch AND version = :version;
 
 -- name: unindex_line
--- A line's search row, before it is indexed again with its new text.
+-- A line's search row, before it is indexed again with its new text (its postings first,
+-- `unpost`).
 DELETE FROM search
 WHERE thread = :thread AND agent = :agent AND line AND level = :level AND idx = :idx;
 

@@ -149,13 +149,28 @@ async def write_change(tx: Transaction, before: Outline, change: Change, languag
 
 
 async def reindex(tx: Transaction, thread: str, current: Sequence[Summary], language: str) -> None:
-    """Index lines for search again with their current texts."""
+    """Index lines for search again with their current texts. Their postings go first, found by
+    the stems of every text each has had (its summary's and its generations': a row holds one
+    of them), so what it costs is the lines' own words, not the thread's."""
     if not current:
         return
+    keys = [{"thread": thread, "agent": n.agent, "level": n.level, "idx": n.index} for n in current]
+    found = await tx.fetch(
+        "line_texts", thread=thread, keys=[[n.agent, n.level, n.index] for n in current],
+        key_agents=[n.agent for n in current], key_levels=[n.level for n in current],
+        key_indexes=[n.index for n in current],
+    )  # fmt: skip
+    stems: dict[tuple[str, int, int], set[str]] = {}
+    for r in found:
+        made = rows.line_stems(r["text"], r["since"], r["at"], language)
+        stems.setdefault((r["agent"], r["level"], r["idx"]), set()).update(made)
+    held = [
+        (key, stems.get((n.agent, n.level, n.index))) for key, n in zip(keys, current, strict=True)
+    ]
     await tx.executemany(
-        "unindex_line",
-        [{"thread": thread, "agent": n.agent, "level": n.level, "idx": n.index} for n in current],
+        "unpost", [rows.unposted_row({**key, "line": True}, sorted(s)) for key, s in held if s]
     )
+    await tx.executemany("unindex_line", keys)
     await index_lines(tx, thread, current, language)
     await post(tx, thread)
 

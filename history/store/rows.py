@@ -368,6 +368,20 @@ def stored_search_rows(messages: Sequence[Stored], language: str) -> list[Params
     return found
 
 
+def unposted_row(row: Params, stems: Sequence[str] | None = None) -> Params:
+    """What `unpost` deletes of a search row (`_search_row`'s, or its key with `stems`): its
+    postings, found by its stems (a posted row keeps no words)."""
+    held = sorted(set(row["words"].split() if stems is None else stems))
+    key = ("thread", "agent", "line", "level", "idx")
+    return {**{k: row[k] for k in key}, "stems": held}
+
+
+def line_stems(text: str, since: str, at: str, language: str) -> list[str]:
+    """The stems a line's search row holds, made from `text` over its stored days (`since` to
+    `at`) as `line_search_row` made them."""
+    return terms.indexed(text, datetime.fromisoformat(since), datetime.fromisoformat(at), language)
+
+
 def line_search_row(node: Summary, since: datetime, language: str) -> Params:
     """A line's search row: its text and the days from `since` (its first message's) to its
     `at`, stemmed in `language`."""

@@ -389,6 +389,8 @@ class SQLStore:
             for s in gone
             if (idx := s.step_index if s.message.step else s.index) is not None
         ]
+        # Their postings, by the stems their rows were made of (a posted row keeps no words).
+        postings = [rows.unposted_row(r) for r in rows.stored_search_rows(gone, self.language)]
 
         async def delete(tx: Transaction) -> None:
             await tx.lock_thread(thread)  # no message is stored meanwhile
@@ -397,6 +399,7 @@ class SQLStore:
                 raise _Stale
             if await tx.execute("update_outline", **update) != 1:
                 raise _Stale
+            await tx.executemany("unpost", postings)
             await tx.executemany("retract_search", keys)
             await tx.execute("retract_messages", thread=thread, first=first)
             if first == 0:  # nothing is left of the thread
