@@ -12,7 +12,7 @@ thread is asked again once the summarizer answered after its fallbacks were writ
 breaker is closed: one re-summary per thread at a time, `AT_ONCE` at most, in the History's
 task group, never waited for by `wait()`, and given at most `close_timeout` once the History
 is leaving. A failure is logged and counted (`counters.reask_failures`), never raised: the
-thread is asked again after a later answer.
+thread is asked again after a later answer, `TRIES` times in a row at most.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ AT_ONCE = 2
 `concurrency` to itself."""
 MAYBE = -1
 """A thread that may hold fallbacks from an earlier run: looked at after the first answer."""
+TRIES = 3
+"""Re-summaries of a thread that may fail in a row (each after a later answer) before it is
+left for `chat-outline reconsolidate --fallbacks`, or for its next commit of fallback lines."""
 
 
 class Again:
@@ -59,11 +62,14 @@ class Again:
         """Threads to ask again, with the breaker's answer count when their fallbacks were
         written: they are asked once it has answered since."""
         self._running: set[str] = set()
+        self._failed: dict[str, int] = {}
+        """Re-summaries that failed in a row, by thread."""
         self._limiter = anyio.CapacityLimiter(AT_ONCE)
 
     def wrote(self, thread: str) -> None:
         """A commit of `thread` wrote fallback lines."""
         self._waiting[thread] = self._breaker.answers
+        self._failed.pop(thread, None)
 
     def maybe(self, threads: list[str]) -> None:
         """`threads` may hold fallback lines from an earlier run."""
@@ -114,13 +120,17 @@ class Again:
             )  # fmt: skip
         except Exception as exc:
             self._counters.reask_failures += 1
-            self._waiting.setdefault(thread, self._breaker.answers)  # after a later answer
+            failed = self._failed[thread] = self._failed.get(thread, 0) + 1
+            if failed < TRIES:
+                self._waiting.setdefault(thread, self._breaker.answers)  # after a later answer
+            else:
+                del self._failed[thread]
             log.warning(
-                "thread %r: its fallback lines were not asked again (%s); they are after the "
-                "summarizer's next answer",
-                thread, describe(exc), extra={"chat_thread": thread},
+                "thread %r: its fallback lines were not asked again (%s; %d of %d tries)",
+                thread, describe(exc), failed, TRIES, extra={"chat_thread": thread},
             )  # fmt: skip
             return
+        self._failed.pop(thread, None)
         self._counters.reasked += done.rewritten
         log.info(
             "thread %r: %d fallback line(s) asked again, %d generation(s) written",

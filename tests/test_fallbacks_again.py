@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from history import History, HistorySettings, Scripted, breaker
+from history import History, HistorySettings, Scripted, again, breaker
 from history.contract import Reply, Task
 from history.generations import tree
 
@@ -25,9 +25,10 @@ class Returning:
 
     name = "scripted"
 
-    def __init__(self, hang: str | None = None) -> None:
+    def __init__(self, hang: str | None = None, *, refuse: str | None = None) -> None:
         self.up = False
-        self.hang = hang
+        self.hang, self.refuse = hang, refuse
+        self.refused = 0
         self.calls = 0
         self.hanging = anyio.Event()
 
@@ -38,6 +39,9 @@ class Returning:
         if self.hang is not None and self.hang in task.input:
             self.hanging.set()
             await anyio.sleep_forever()
+        if self.refuse is not None and self.refuse in task.input:
+            self.refused += 1
+            raise ConnectionError("not this one")
         return await Scripted().reply(task, prompts, answers)
 
 
@@ -153,3 +157,24 @@ async def test_leaving_while_a_re_summary_hangs_returns_within_close_timeout(
         left = anyio.current_time()
     assert anyio.current_time() - left < 1.0 + 2
     assert history.counters.reask_failures == 0
+
+
+async def test_a_re_summary_that_fails_is_logged_counted_and_tried_a_few_times_at_most(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(breaker, "FIRST_COOL_DOWN", 0.05)
+    returning = Returning(refuse="bx")
+    async with History(
+        SETTINGS, store=tmp_path / "h.sqlite", model=returning, pause=0.01, max_failures=2
+    ) as history:
+        await fallback_threads(history, "ab")
+        await answer_again(history, returning)
+        for k in range(20, 30):  # more answers: each may let thread b try again
+            await history.message_created(message(k, f"ax{k} " * 20, thread="a"))
+            await history.wait()
+            await anyio.sleep(0.05)
+        left = await fallbacks(history, "b")
+        await asked_again(history, "a")
+    assert left and history.counters.reask_failures == again.TRIES == returning.refused
+    assert "not this one" not in caplog.text and "bx" not in caplog.text
+    assert caplog.text.count("were not asked again (SummarizerError; ") == again.TRIES
