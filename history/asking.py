@@ -73,6 +73,11 @@ class Counters:
     """Calls of an `on_ask` listener that raised (logged; the plugin went on)."""
     abandoned: int = 0
     """Summarizer replies that went on after their timeout cancelled them (left running)."""
+    reasked: int = 0
+    """Generations written by asking fallback lines again on their own once the summarizer
+    answered (the fallback nodes and the parents above them; `history.again`)."""
+    reask_failures: int = 0
+    """Those re-summaries that failed (logged; asked again after a later answer)."""
 
 
 def describe(error: BaseException) -> str:

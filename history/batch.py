@@ -297,6 +297,7 @@ class Runner:
         work, asks = done
         lane.memory.clear()
         self._counters.processed += 1
+        lane.fallbacks |= any(ask.outcome == "fallback" for ask in asks)
         for ask in asks:
             self._counters.asks += 1
             self._counters.input_tokens += ask.input_tokens

@@ -77,6 +77,8 @@ class Breaker:
         self._permanent = False
         self._cool_down = FIRST_COOL_DOWN
         self._next_probe = 0.0
+        self.answers = 0
+        """Asks answered since it was made: what was written before one may be asked again."""
 
     @property
     def down(self) -> bool:
@@ -95,6 +97,7 @@ class Breaker:
 
     def answered(self) -> None:
         """An ask was answered: the breaker closes."""
+        self.answers += 1
         if self._state != "closed":
             log.warning(
                 "summarizer answers again after %d failures in a row: breaker closed",

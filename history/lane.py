@@ -78,6 +78,8 @@ class Lane:
     """A task is processing the thread."""
     dirty: bool = False
     """Messages came while it ran: it looks again before it stops."""
+    fallbacks: bool = False
+    """A commit of it wrote fallback lines, not yet handed to `history.again`."""
     shared: bool = False
     """Another process works on the thread too (seen by its claims): the store is read as if
     it were shared, for what others committed or stored."""

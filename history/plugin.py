@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 
 from ._checks import argument_text, optional_argument_text, optional_text, space_name, whole
 from .adopting import Recorded
+from .again import Again
 from .asking import Asker, Counters
 from .batch import AskListener, Runner
 from .breaker import OPEN_AFTER, Health, WhenDown
@@ -166,6 +167,10 @@ class History:
         """Callers of `wait` (and a closing block): no thread waits for more messages."""
         self._recorded = Recorded(settings, adopt=adopt_settings)
         self._lookouts = Lookouts()
+        self._again = Again(
+            store, settings, self.summarizer, self._asker.breaker, self.counters,
+            leaving=self._lookouts.leaving, close_timeout=close_timeout,
+        )  # fmt: skip
 
     async def __aenter__(self) -> Self:
         if self._closed or self._stack is not None:
@@ -176,6 +181,7 @@ class History:
         try:
             self._group = await self._stack.enter_async_context(anyio.create_task_group())
             if self._processing:
+                self._again.maybe(await self.store.behind())  # fallbacks from an earlier run
                 await self.catch_up()
         except BaseException as exc:
             await self.__aexit__(type(exc), exc, exc.__traceback__)
@@ -483,6 +489,10 @@ class History:
                     continue
                 failures = 0
                 self._refused.discard(thread)
+                if lane.fallbacks:
+                    lane.fallbacks = False
+                    self._again.wrote(thread)
+                self._again.start(self._open())  # once the summarizer answers again
                 if not lane.dirty:
                     return
         finally:

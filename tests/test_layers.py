@@ -127,7 +127,7 @@ FLOORS = (
                 "history.batch", "history.pins", "history.rebuilding", "history.carry",
                 "history._carry_lines", "history.metering", "history.spaces", "history.worker",
                 "history.retracting", "history.names", "history.generations", "history.renaming",
-                "history.reconsolidating", "history.adopting")),
+                "history.reconsolidating", "history.adopting", "history.again")),
     ("agent", ("history.agent",)),
     ("ingest", ("history.ingest",)),
     ("command", ("history.cli", "history.trace", "history.viewer")),
