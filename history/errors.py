@@ -5,10 +5,13 @@ HistoryError
  ├── ConfigurationError   settings that cannot work (refused at startup)
  ├── InputError           a message or event refused before anything is written
  │    ├── ConflictError   an id (or a node, a call) already stored with other content
+ │    │    └── SpaceConflict  a message naming another space than its thread's
  │    └── Below           (ingest) a bad record below the place being read; each is reported
  │                        as a problem of its file, never raised to the caller
  ├── StoreError           the store failed, or is not ours (driver errors translated once)
- │    └── StoreGoneError  the store's database, schema or tables are gone (dropped)
+ │    ├── StoreGoneError  the store's database, schema or tables are gone (dropped)
+ │    └── ClaimLapsedError (store.claims) this process's lease on a thread lapsed and another
+ │                        took it over: the commit is refused
  ├── NotFoundError        a thread or node that does not exist
  ├── RebuildRefused       a rebuild that would drop lines, unless forced
  ├── RetractRefused       taking back messages a line stands for, or a cut was tried at

@@ -88,8 +88,7 @@ class Counting(SQLiteStore):
             self.fail_once = False
             raise StoreError("the disk is full")
         self.commits.append(after.position)
-        self.committed.set()
-        return await super().commit(
+        done = await super().commit(
             before,
             after,
             written,
@@ -99,6 +98,10 @@ class Counting(SQLiteStore):
             processed=processed,
             change=change,
         )
+        # After the commit: reads no longer queue behind a write, so one made on this signal
+        # before it landed would see the store as it was.
+        self.committed.set()
+        return done
 
 
 MESSAGES = exchange([f"point {k}: the estimate moved to {k * 7} hours" for k in range(12)])

@@ -79,7 +79,10 @@ async def test_a_snapshot_carries_the_names_and_the_generations_its_nodes_show(
     database: str,
 ) -> None:
     await _fill(database)
-    async with History(HistorySettings(summarizer="scripted"), store=database) as history:
+    # A History that only stores: it renames, and leaves the thread's processing (and the
+    # settings it was built with) alone.
+    settings = HistorySettings(summarizer="scripted")
+    async with History(settings, store=database, process=False) as history:
         await history.rename("Ana", "Ann", now=True)  # taken by the outline at once
         await history.rename("north", "Nora")  # taken at the next cut or fold
         store = history.store
