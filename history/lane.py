@@ -78,6 +78,8 @@ class Lane:
     """A task is processing the thread."""
     dirty: bool = False
     """Messages came while it ran: it looks again before it stops."""
+    hurried: bool = False
+    """The app asked for a retry while it ran: a batch failing now is tried again at once."""
     fallbacks: bool = False
     """A commit of it wrote fallback lines, not yet handed to `history.again`."""
     shared: bool = False

@@ -341,8 +341,12 @@ class History:
         """Try failed threads again now instead of after their pause (all threads by default)."""
         optional_argument_text("thread", thread)
         for lane in self._lanes:
-            if lane.wake is not None and thread in (None, lane.thread):
-                lane.wake.set()
+            if thread in (None, lane.thread):
+                # A lane still running when asked (its batch not failed yet) is not asleep to
+                # be woken: it skips its next pause instead.
+                lane.hurried = lane.running
+                if lane.wake is not None:
+                    lane.wake.set()
 
     def health(self) -> Health:
         """How the summarizer is doing (its breaker, the lines that fell back)."""
@@ -483,8 +487,9 @@ class History:
                         thread, exc, pause, extra={"chat_thread": thread},
                     )  # fmt: skip
                     wake = lane.wake = anyio.Event()
-                    with anyio.move_on_after(pause):
+                    with anyio.move_on_after(0 if lane.hurried else pause):
                         await wake.wait()
+                    lane.hurried = False
                     lane.dirty = True
                     continue
                 failures = 0
@@ -496,6 +501,7 @@ class History:
                 if not lane.dirty:
                     return
         finally:
+            lane.hurried = False
             self._lanes.stop(lane)
 
 

@@ -200,3 +200,41 @@ async def test_a_failed_open_closes_the_store(tmp_path: Path) -> None:
         async with History(HistorySettings(summarizer="echo"), store=store):
             pass
     assert store._sql.closed
+
+
+class FailsOnceWhenLet:
+    """Scripted, but its first request waits until let go, then fails."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.asked = anyio.Event()
+        self.let_go = anyio.Event()
+        self.failed = False
+
+    async def reply(self, task: Task, prompts: Sequence[str], answers: Sequence[str]) -> Reply:
+        if not self.failed:
+            self.asked.set()
+            await self.let_go.wait()
+            self.failed = True
+            raise RuntimeError("down for a moment")
+        return await Scripted().reply(task, prompts, answers)
+
+
+async def test_a_retry_asked_while_the_batch_runs_is_not_lost(tmp_path: Path) -> None:
+    """`retry()` while a thread's batch is still in flight (so not yet asleep to be woken):
+    the batch that then fails is tried again at once, not after its pause of a minute."""
+    from history import History, HistorySettings
+
+    model = FailsOnceWhenLet()
+    settings = HistorySettings(summarizer="scripted", tail=(25, 50), line=64)
+    async with History(settings, store=tmp_path / "h.sqlite", model=model, pause=60.0) as h:
+        for n in range(8):
+            await h.message_created(message(n, f"point {n}: " + "the estimate moved " * 4))
+        with anyio.fail_after(10):
+            await model.asked.wait()
+        h.retry()
+        model.let_go.set()
+        with anyio.fail_after(10):
+            await h.wait()
+    assert model.failed
