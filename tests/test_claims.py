@@ -37,6 +37,8 @@ from .workers import (
     write_jsonl,
 )
 
+pytestmark = pytest.mark.slow
+
 THREADS = ("alpha", "beta", "γ", "d d", "e", "f", "g")
 """Seven, so that each process stores messages of every thread."""
 

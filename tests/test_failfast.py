@@ -24,6 +24,8 @@ from history.store import open_store
 from .conftest import message
 from .stores import postgres_schema
 
+pytestmark = pytest.mark.slow
+
 MODEL = "openai:gpt-4.1-nano"
 COUNT = 40
 

@@ -14,7 +14,7 @@ from history.generations import tree
 
 from .conftest import message
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SETTINGS = HistorySettings(summarizer="scripted", tail=(1, 2), kept=1, line=64)
 

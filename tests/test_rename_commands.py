@@ -107,6 +107,7 @@ def shown_thread(
     return nodes
 
 
+@pytest.mark.slow
 def test_reconsolidate_stops_with_one_line_when_the_summarizer_cannot_be_reached(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,7 +17,7 @@ from history.store.sqlite import SQLiteStore
 
 from .conftest import message
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SETTINGS = HistorySettings(summarizer="scripted", tail=(20, 40), outline=(60, 120), kept=1, line=64)
 
