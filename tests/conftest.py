@@ -14,6 +14,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from history import File, History, HistorySettings, Message, Summarizer
+from history.cli import main
 from history.contract import Ask
 from history.store import Store, open_store
 
@@ -176,3 +177,10 @@ async def store(database: str, anyio_backend: str) -> AsyncIterator[Store]:
         yield opened
     finally:
         await opened.close()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    """Run the command line in this process: its exit status, stdout and stderr."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -19,7 +19,7 @@ from history.rebuilding import rebuild
 from history.settings import recorded
 from history.store import open_store
 
-from .conftest import message
+from .conftest import message, run
 
 
 def tokens(text: str) -> int:
@@ -42,12 +42,6 @@ def long_chat(count: int) -> list[Message]:
 
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def halves(tmp_path: Path) -> tuple[Path, Path]:

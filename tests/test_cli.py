@@ -22,6 +22,7 @@ from history.cli import main
 from history.metering import known_price
 
 from .chats import ingest, long_chat
+from .conftest import run
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "launch.jsonl"
@@ -39,12 +40,6 @@ def clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("CHAT_OUTLINE_TAIL", raising=False)
     monkeypatch.delenv("CHAT_OUTLINE_DB", raising=False)
     monkeypatch.chdir(tmp_path)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def as_json(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> dict[str, Any]:

@@ -10,7 +10,8 @@ import pytest
 
 from history.cli import demo
 
-from .test_budgets import paused, run
+from .conftest import run
+from .test_budgets import paused
 
 
 def test_simulate_cuts_at_a_pause_past_cold_and_not_without_it(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from history.cli import main
+from .conftest import run
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "launch.jsonl"
 
@@ -21,12 +21,6 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("HISTORY_TAIL", raising=False)
     monkeypatch.delenv("CHAT_OUTLINE_TAIL", raising=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def rows(out: str) -> list[list[str]]:

@@ -12,21 +12,16 @@ import pytest
 from pydantic_ai import messages as ai
 
 from history import History, HistorySettings, view
-from history.cli import main
 from history.contract import File, Message
 from history.store import open_store
+
+from .conftest import run
 
 DATA = Path(__file__).parent / "data"
 EXPORT = DATA / "chatgpt-export.json"
 BROKEN = DATA / "chatgpt-export-broken.json"
 CAFE = "67a1c2d3-4e5f-8a9b-0c1d-2e3f4a5b6c7d"
 MENU = "67a1c2d3-0000-8a9b-0c1d-2e3f4a5b6c7e"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def messages(db: Path, thread: str) -> list[Message]:

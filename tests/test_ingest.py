@@ -20,14 +20,10 @@ from history.contract import format_at
 from history.ingest import detect
 from history.store import open_store
 
+from .conftest import run
+
 T0 = 1_767_261_600  # 2026-01-01T10:00:00Z
 Row = tuple[str, str, str, str, str, bool, tuple[str, ...]]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def stored(db: Path) -> dict[str, list[Row]]:

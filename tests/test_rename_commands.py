@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from history.cli import main
+from .conftest import run
 
 DATA = Path(__file__).resolve().parent / "data"
 EXPORT = DATA / "chatgpt-export.json"
@@ -22,12 +22,6 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("HISTORY_TAIL", raising=False)
     monkeypatch.delenv("CHAT_OUTLINE_TAIL", raising=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def shown(capsys: pytest.CaptureFixture[str], db: Path) -> dict[str, object]:

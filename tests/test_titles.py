@@ -7,22 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from history.cli import main
 from history.contract import About
 from history.store import Store
 
-from .conftest import message
+from .conftest import message, run
 
 DATA = Path(__file__).parent / "data"
 EXPORT = DATA / "chatgpt-export.json"
 CAFE = "67a1c2d3-4e5f-8a9b-0c1d-2e3f4a5b6c7d"
 MENU = "67a1c2d3-0000-8a9b-0c1d-2e3f4a5b6c7e"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
