@@ -101,15 +101,9 @@ def _reconsolidate(args: argparse.Namespace) -> int:
 
 
 async def _ask_again(args: argparse.Namespace) -> int:
-    from ..plugin import History
-    from ..settings import HistorySettings
-    from .prompt import as_built
-    from .report import resolve
+    from .prompt import thread_as_built
 
-    must_exist(args.db)
-    async with History(HistorySettings(summarizer="echo"), store=args.db, process=False) as h:
-        thread = await resolve(h.store, args.thread, exact=True)
-        built = await as_built(h, thread)
+    async with thread_as_built(args.db, args.thread, write=True) as (built, thread):
         done = await built.reconsolidate(
             thread, args.label, summarizer=args.summarizer, depth=args.depth,
             fallbacks=args.fallbacks, dry_run=args.dry_run, now=args.now,

@@ -12,7 +12,8 @@ import argparse
 import copy
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import anyio
@@ -104,18 +105,25 @@ def _run(read: Read) -> Callable[[argparse.Namespace], int]:
 
 
 async def _read(read: Read, args: argparse.Namespace) -> None:
-    """Open the store read only, in a History that processes nothing, resolve the thread, and
-    read it with the settings it was built with."""
+    async with thread_as_built(args.db, args.thread, write=False) as (history, thread):
+        await read(history, thread, args)
+
+
+@asynccontextmanager
+async def thread_as_built(db: str, name: str, *, write: bool) -> AsyncIterator[tuple[History, str]]:
+    """Open the store (read only, unless `write`) in a History that processes nothing, resolve
+    the thread `name` (exactly when `write`: a command that changes a thread takes nothing
+    looser), and hand it over with the settings it was built with (`as_built`)."""
     from ..plugin import History
     from ..settings import HistorySettings
     from ..store import open_store
     from .report import resolve
 
-    must_exist(args.db)
-    store = open_store(args.db, create=False, read_only=True)
+    must_exist(db)
+    store = db if write else open_store(db, create=False, read_only=True)
     async with History(HistorySettings(summarizer="echo"), store=store, process=False) as history:
-        thread = await resolve(history.store, args.thread)
-        await read(await as_built(history, thread), thread, args)
+        thread = await resolve(history.store, name, exact=write)
+        yield await as_built(history, thread), thread
 
 
 async def as_built(history: History, thread: str) -> History:

@@ -9,7 +9,6 @@ import anyio
 
 from .options import EXACT_THREAD_HELP, Commands, command, db_option, json_option
 from .output import counted, print_json
-from .stores import must_exist
 
 
 def register(commands: Commands) -> None:
@@ -31,15 +30,10 @@ def _retract(args: argparse.Namespace) -> int:
 
 
 async def _take_back(args: argparse.Namespace) -> int:
-    from ..plugin import History
-    from ..settings import HistorySettings
-    from .prompt import as_built
-    from .report import resolve
+    from .prompt import thread_as_built
 
-    must_exist(args.db)
-    async with History(HistorySettings(summarizer="echo"), store=args.db, process=False) as history:
-        thread = await resolve(history.store, args.thread, exact=True)
-        gone = await (await as_built(history, thread)).retract(thread, after=args.after)
+    async with thread_as_built(args.db, args.thread, write=True) as (built, thread):
+        gone = await built.retract(thread, after=args.after)
     if args.json:
         print_json(
             {"thread": thread, "retracted": [{"seq": s.seq, "id": s.message.id} for s in gone]}
