@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -231,3 +232,36 @@ async def test_a_store_closes_when_giving_up_its_claims_fails(
         await store.close()  # the leases lapse by themselves
     assert store._sql.closed
     assert "giving up the claims failed (the disk is full)" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_claim_cancelled_once_its_lease_is_taken_gives_the_lease_up(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A History leaving cancels a claim whose take may have committed already (the driver's
+    answer not yet back): the lease is given up, not left to stop the next open for a lease."""
+    async with opened(database, 30) as one, opened(database, 30) as other:
+        assert isinstance(one, SQLStore)
+        run = one._sql.run
+        taken = anyio.Event()
+
+        async def answer_lost(*args: Any, **kwargs: Any) -> Any:
+            await run(*args, **kwargs)
+            taken.set()
+            monkeypatch.undo()  # the give-up goes through
+            await anyio.sleep_forever()
+
+        monkeypatch.setattr(one._sql, "run", answer_lost)
+        with anyio.move_on_after(5) as scope:
+            async with anyio.create_task_group() as group:
+
+                async def claiming() -> None:
+                    async with one.claim("t"):
+                        pytest.fail("a cancelled claim runs no block")
+
+                group.start_soon(claiming)
+                await taken.wait()
+                group.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        async with other.claim("t") as claim:
+            assert claim  # at once: not after a 30 s lease

@@ -41,6 +41,11 @@ LEASE = 30.0
 wait before another takes them over."""
 
 
+GIVE_UP = 1.0
+"""Seconds a lease taken by a cancelled claim is given up in, at most (a store that hangs, a
+full disk, must not hold a History's exit)."""
+
+
 class ClaimLapsedError(StoreError):
     """This process's claim on a thread lapsed and another took it over: the commit is refused."""
 
@@ -87,6 +92,10 @@ class Claims:
             claim = await self._database.run(lambda tx: self._take(tx, thread), mode="write")
         except BaseException:
             self._held.discard(thread)
+            # Cancelled (a History leaving) after the take may have committed its row: give it
+            # up, or the thread would wait a whole lease for the next open of this store.
+            with anyio.move_on_after(GIVE_UP, shield=True):
+                await self._release(thread)
             raise
         if not claim:
             self._held.discard(thread)
