@@ -196,16 +196,27 @@ class History:
         self._lookouts.leaving.set()
         if kind is None:
             self._hasten()  # what waits is committed before the block ends
-        if self._group is not None and (kind is not None or not await self._lanes.settle()):
-            self._group.cancel_scope.cancel()  # what it did not commit stays pending
+        stopped: BaseException | None = None
+        if self._group is not None:
+            try:
+                settled = kind is None and await self._lanes.settle()
+            except BaseException as cancelled:  # the block's scope, cancelled while it waits
+                stopped, settled = cancelled, False
+                kind, exc, tb = type(cancelled), cancelled, cancelled.__traceback__
+            if not settled:
+                self._group.cancel_scope.cancel()  # what it did not commit stays pending
         try:
-            return await self._stack.__aexit__(kind, exc, tb)
+            suppressed = await self._stack.__aexit__(kind, exc, tb)
         except BaseExceptionGroup as group:
             if exc is not None and list(group.exceptions) == [exc]:
-                return False  # the block's own error, as it was raised, not in a group
-            raise
+                suppressed = False  # the block's own error, as it was raised, not in a group
+            else:
+                raise
         finally:
             self._closed = True
+        if stopped is not None and not suppressed:
+            raise stopped
+        return suppressed
 
     async def _close_store(self) -> None:
         # Even when the exit is a cancellation; bounded, for a store that hangs (a full disk).

@@ -109,6 +109,25 @@ async def test_leaving_with_a_backlog_returns_within_close_timeout(
     assert await tree(path) == await uninterrupted(tmp_path)
 
 
+async def test_a_block_cancelled_as_it_ends_leaves_at_once_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """The block ends normally but its scope was cancelled (a server's lifespan stopped): the
+    wait for work in flight is cut short, the cancellation goes on out, the scopes stay whole."""
+    path = tmp_path / "h.sqlite"
+    hanging = Hanging()
+    with anyio.CancelScope() as outer:
+        async with History(SETTINGS, store=path, model=hanging, close_timeout=30.0) as history:
+            for m in backlog(80):
+                await history.message_created(m)
+            started = anyio.current_time()
+            outer.cancel()  # no checkpoint before the block ends: the exit is what is cancelled
+    hanging.stop = True
+    assert outer.cancelled_caught
+    assert anyio.current_time() - started < 2
+    assert await tree(path) == await uninterrupted(tmp_path)
+
+
 async def uninterrupted(tmp_path: Path, count: int = 80) -> tuple[object, ...]:
     """The tree of `count` messages processed by a summarizer that answers, never stopped."""
     path = tmp_path / "whole.sqlite"
