@@ -252,6 +252,27 @@ SELECT c.thread, c.key, c.n, coalesce(m.model, c.model) AS model, c.level, c.idx
 FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
 ORDER BY c.thread, c.n;
 
+-- name: tally
+-- A thread's recorded calls counted per model (`stats`, `usage`): counts, not the calls.
+SELECT c.thread, coalesce(m.model, c.model) AS model, count(*) AS calls,
+       sum(c.input_tokens) AS input_tokens, sum(c.output_tokens) AS output_tokens
+FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
+WHERE c.thread = :thread GROUP BY c.thread, coalesce(m.model, c.model);
+
+-- name: all_tally
+SELECT c.thread, coalesce(m.model, c.model) AS model, count(*) AS calls,
+       sum(c.input_tokens) AS input_tokens, sum(c.output_tokens) AS output_tokens
+FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
+GROUP BY c.thread, coalesce(m.model, c.model);
+
+-- name: fallback_lines
+-- A thread's lines written as a cut while the summarizer failed, steps' trees too.
+SELECT thread, count(*) AS lines FROM summary WHERE thread = :thread AND fallback <> 0
+GROUP BY thread;
+
+-- name: all_fallback_lines
+SELECT thread, count(*) AS lines FROM summary WHERE fallback <> 0 GROUP BY thread;
+
 -- name: erase_outline
 -- An erase deletes the outline first: on PostgreSQL its row lock waits for a commit in flight,
 -- and the later deletes (each a new snapshot) then see that commit's summaries and calls.

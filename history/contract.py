@@ -377,6 +377,17 @@ class About:
     space: str | None = None
 
 
+class Tally(NamedTuple):
+    """One thread's recorded summarizer calls of one model, counted (`Store.tallies`)."""
+
+    thread: str
+    model: str
+    """The model as its calls recorded it (the name, then what else its key holds)."""
+    calls: int
+    input_tokens: int
+    output_tokens: int
+
+
 @dataclass(frozen=True, kw_only=True)
 class Snapshot:
     """A thread as one transaction read it (`Store.snapshot`): what a view, a zoom and the

@@ -14,6 +14,7 @@ sums the recorded calls per space as well, by the space each thread is in now.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .errors import ConfigurationError
@@ -37,7 +38,7 @@ class ThreadUsage:
     """The space the thread is in (`History.set_space`); None when it is in none."""
     fallbacks: int = 0
     """Its lines written as a cut while the summarizer failed (`Summary.fallback`), asked for
-    again once it answers; counted by `priced_usage` (0 from `usage`)."""
+    again once it answers."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,8 +60,8 @@ class Usage:
     """The summarizer's calls and tokens over some threads, and their cost."""
 
     threads: tuple[ThreadUsage, ...]
-    """Per thread, sorted by thread; threads with no calls are left out (`priced_usage`
-    keeps those with fallback lines)."""
+    """Per thread, sorted by thread; a thread with neither calls nor fallback lines is left
+    out."""
     calls: int
     input_tokens: int
     output_tokens: int
@@ -71,7 +72,7 @@ class Usage:
     output_price: float | None
     """The price of a million output tokens; None: each model's own."""
     models: tuple[ModelUsage, ...] = ()
-    """Per model, when priced by model (`priced_usage`); the cost leaves out unpriced models."""
+    """Per model, sorted; the cost leaves out the models with no price."""
     spaces: tuple[SpaceUsage, ...] = ()
     """Per space, sorted, the threads in no space last; a thread's calls count in the space it
     is in now (a thread moved takes its recorded calls along)."""
@@ -112,39 +113,12 @@ async def usage(
     Args:
         store: an open store.
         thread: the thread to meter; None for every thread.
-        input_price: the price of a million input tokens.
-        output_price: the price of a million output tokens.
+        input_price: the price of a million input tokens, for every model.
+        output_price: the price of a million output tokens, for every model.
     """
-    for name, value in (("input_price", input_price), ("output_price", output_price)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for ask in await store.calls(thread):
-        total = totals[ask.thread]
-        total[0] += 1
-        total[1] += ask.input_tokens
-        total[2] += ask.output_tokens
-    rows = tuple(
-        ThreadUsage(
-            thread=name,
-            calls=calls,
-            input_tokens=inp,
-            output_tokens=out,
-            cost=price(inp, out, input_price=input_price, output_price=output_price),
-        )
-        for name, (calls, inp, out) in sorted(totals.items())
-    )
-    rows, spaces = await _by_space(store, thread, rows)
-    inp, out = sum(r.input_tokens for r in rows), sum(r.output_tokens for r in rows)
-    return Usage(
-        threads=rows,
-        spaces=spaces,
-        calls=sum(r.calls for r in rows),
-        input_tokens=inp,
-        output_tokens=out,
-        cost=price(inp, out, input_price=input_price, output_price=output_price),
-        input_price=input_price,
-        output_price=output_price,
+    _check_prices(input_price=input_price, output_price=output_price, given=True)
+    return await _metered(
+        store, thread, lambda model: (input_price, output_price), input_price, output_price
     )
 
 
@@ -183,29 +157,44 @@ async def priced_usage(
     A price given here replaces every model's; a model whose price is neither given nor known
     has a cost of None in `models`, and is left out of the threads' and the total cost.
     """
-    for name, value in (("input_price", input_price), ("output_price", output_price)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
-        ):
-            raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
-    tallies: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
-    fallbacks: dict[str, int] = {}
-    for name in [thread] if thread is not None else await store.threads():
-        records = await store.export_thread(name)
-        if records is not None and (cut := sum(n.fallback for n in records.summaries)):
-            fallbacks[name] = cut
-        for call in records.calls if records is not None else ():
-            tally = tallies[(name, call.model.split("\n", 1)[0])]
-            tally[0] += 1
-            tally[1] += call.ask.input_tokens
-            tally[2] += call.ask.output_tokens
-    prices: dict[str, tuple[float | None, float | None]] = {}
-    for model in sorted({model for _, model in tallies}):
+    _check_prices(input_price=input_price, output_price=output_price, given=False)
+
+    def prices(model: str) -> tuple[float | None, float | None]:
         known = known_price(model) if input_price is None or output_price is None else None
-        prices[model] = (
+        return (
             input_price if input_price is not None else None if known is None else known[0],
             output_price if output_price is not None else None if known is None else known[1],
         )
+
+    return await _metered(store, thread, prices, input_price, output_price)
+
+
+def _check_prices(*, given: bool, **prices: float | None) -> None:
+    """ConfigurationError for a price that is not a number >= 0 (or None, unless `given`)."""
+    for name, value in prices.items():
+        if (value is not None or given) and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+        ):
+            raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
+
+
+async def _metered(
+    store: Store,
+    thread: str | None,
+    prices_of: Callable[[str], tuple[float | None, float | None]],
+    input_price: float | None,
+    output_price: float | None,
+) -> Usage:
+    """The usage of the calls the store counts (one read), each model at `prices_of(model)`."""
+    tallies, fallbacks = await store.tallies(thread)
+    counted: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for tally in tallies:
+        # A model's key holds its name, then what else set it apart (its settings).
+        sums = counted[(tally.thread, tally.model.split("\n", 1)[0])]
+        sums[0] += tally.calls
+        sums[1] += tally.input_tokens
+        sums[2] += tally.output_tokens
+    prices = {model: prices_of(model) for model in sorted({model for _, model in counted})}
 
     def cost(model: str, inp: int, out: int) -> float | None:
         i, o = prices[model]
@@ -214,8 +203,8 @@ async def priced_usage(
         return price(inp, out, input_price=i, output_price=o)
 
     per_thread: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
-    per_model: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0])
-    for (name, model), (calls, inp, out) in tallies.items():
+    per_model: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for (name, model), (calls, inp, out) in counted.items():
         row = per_thread[name]
         row[0], row[1], row[2] = row[0] + calls, row[1] + inp, row[2] + out
         row[3] += cost(model, inp, out) or 0.0
@@ -233,9 +222,8 @@ async def priced_usage(
     threads, spaces = await _by_space(store, thread, threads)
     models = tuple(
         ModelUsage(
-            model=model, calls=int(c), input_tokens=int(i), output_tokens=int(o),
-            input_price=prices[model][0], output_price=prices[model][1],
-            cost=cost(model, int(i), int(o)),
+            model=model, calls=c, input_tokens=i, output_tokens=o,
+            input_price=prices[model][0], output_price=prices[model][1], cost=cost(model, i, o),
         )
         for model, (c, i, o) in sorted(per_model.items())
     )  # fmt: skip

@@ -13,6 +13,7 @@ from history import ConfigurationError, History, HistorySettings, ThreadUsage
 from history.contract import Ask
 from history.metering import usage
 from history.rebuilding import rebuild
+from history.store import open_store
 from history.store.sqlite import SQLiteStore
 
 from .chats import SMALL, Fickle, ingest, long_chat
@@ -72,6 +73,8 @@ async def test_usage_sums_the_recorded_calls_per_thread_and_prices_them(tmp_path
             assert row.cost == pytest.approx((tokens[0] * 0.15 + tokens[1] * 0.6) / 1e6)
         assert meter.calls == len(asks) and meter.input_tokens == sum(a.input_tokens for a in asks)
         assert meter.cost == pytest.approx(sum(t.cost for t in meter.threads))
+        cut = sum(s.fallback for s in await store.summaries("u"))
+        assert cut  # Fickle's asks that kept failing: their lines are counted too
         assert (await usage(store, "u")).threads == (
             ThreadUsage(
                 thread="u",
@@ -79,6 +82,7 @@ async def test_usage_sums_the_recorded_calls_per_thread_and_prices_them(tmp_path
                 input_tokens=meter.threads[1].input_tokens,
                 output_tokens=meter.threads[1].output_tokens,
                 cost=0.0,
+                fallbacks=cut,
             ),
         )
 
@@ -87,5 +91,37 @@ async def test_usage_sums_the_recorded_calls_per_thread_and_prices_them(tmp_path
         assert await usage(store, input_price=0.15, output_price=0.6) == meter
         with pytest.raises(ConfigurationError, match="input_price must be a number >= 0, got -1"):
             await usage(store, input_price=-1)
+    finally:
+        await store.close()
+
+
+async def test_the_store_counts_calls_per_model_and_fallback_lines_in_one_read(
+    database: str,
+) -> None:
+    """What `usage` and `stats` read: counts, the same on every store, not the calls whole."""
+    asks = await ingest(
+        long_chat(60) + long_chat(40, thread="u", seed=2), FICKLE, store=database, model=Fickle(1)
+    )
+    store = open_store(database)
+    await store.open()
+    try:
+        tallies, fallbacks = await store.tallies()
+        assert sorted((t.thread, t.calls, t.input_tokens, t.output_tokens) for t in tallies) == [
+            (
+                name,
+                sum(a.thread == name for a in asks),
+                sum(a.input_tokens for a in asks if a.thread == name),
+                sum(a.output_tokens for a in asks if a.thread == name),
+            )
+            for name in ("t", "u")
+        ]
+        assert {t.model.split("\n")[0] for t in tallies} == {"fickle"}
+        lines = {name: sum(s.fallback for s in await store.summaries(name)) for name in "tu"}
+        assert fallbacks == {name: n for name, n in lines.items() if n} and fallbacks
+        assert await store.tallies("u") == (
+            [t for t in tallies if t.thread == "u"],
+            {k: n for k, n in fallbacks.items() if k == "u"},
+        )
+        assert await store.tallies("nobody") == ([], {})
     finally:
         await store.close()

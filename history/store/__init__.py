@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
-from ..contract import About, Ask, Hit, Message, Outline, Snapshot, Stored, Summary
+from ..contract import About, Ask, Hit, Message, Outline, Snapshot, Stored, Summary, Tally
 from ..errors import ConfigurationError
 from ..generated import Generation, Name
 from .changes import Change
@@ -193,6 +193,11 @@ class Store(Protocol):
 
     async def calls(self, thread: str | None = None) -> list[Ask]:
         """Recorded summarizer calls, in the order they were made."""
+        ...
+
+    async def tallies(self, thread: str | None = None) -> tuple[list[Tally], dict[str, int]]:
+        """One thread's recorded calls (or every thread's) counted per thread and model, and
+        each thread's fallback lines (`Summary.fallback`, those it has), in one read."""
         ...
 
     async def moves(self, thread: str) -> list[Move]:

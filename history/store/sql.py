@@ -26,7 +26,18 @@ from typing import Any
 import anyio
 
 from .. import terms
-from ..contract import About, Ask, Entry, Hit, Message, Outline, Snapshot, Stored, Summary
+from ..contract import (
+    About,
+    Ask,
+    Entry,
+    Hit,
+    Message,
+    Outline,
+    Snapshot,
+    Stored,
+    Summary,
+    Tally,
+)
 from ..errors import StoreError
 from ..generated import Generation, Name
 from . import changes, ranking, records, rows
@@ -443,6 +454,20 @@ class SQLStore:
             lambda tx: tx.fetch("all_calls") if thread is None else tx.fetch("calls", thread=thread)
         )
         return [rows.ask_from_row(r) for r in found]
+
+    async def tallies(self, thread: str | None = None) -> tuple[list[Tally], dict[str, int]]:
+        scope, every = ({}, "all_") if thread is None else ({"thread": thread}, "")
+
+        async def read(tx: Transaction) -> tuple[list[Tally], dict[str, int]]:
+            counted = ("calls", "input_tokens", "output_tokens")
+            calls = [
+                Tally(r["thread"], r["model"], *(int(r[k]) for k in counted))
+                for r in await tx.fetch(every + "tally", **scope)
+            ]
+            lines = await tx.fetch(every + "fallback_lines", **scope)
+            return calls, {r["thread"]: int(r["lines"]) for r in lines}
+
+        return await self._sql.run(read, mode="snapshot")
 
     async def moves(self, thread: str) -> list[Move]:
         found = await self._sql.run(lambda tx: tx.fetch("moves", thread=thread))
