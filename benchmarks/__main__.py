@@ -15,7 +15,19 @@ from pathlib import Path
 
 import anyio
 
-from . import cost, latency, plots, readers, retrieval, scale, size, speed, startup, targets
+from . import (
+    cost,
+    install_hint,
+    latency,
+    plots,
+    readers,
+    retrieval,
+    scale,
+    size,
+    speed,
+    startup,
+    targets,
+)
 from .cache import Prices
 from .config import FULL, QUICK, Config
 from .corpora import Corpus, chitchat_corpus, jsonl_corpus, sharegpt_corpus, synthetic_corpus
@@ -40,7 +52,7 @@ def corpora(config: Config) -> tuple[list[Corpus], dict[str, str]]:
         try:
             found.append(load(count, longest=config.longest))
         except ImportError as exc:
-            skipped[name] = f"not installed ({exc.name}): pip install -e '.[bench]'"
+            skipped[name] = f"not installed ({exc.name}): {install_hint(exc.name)}"
             log.warning("skipping the %s corpus: %s is not installed", name, exc.name)
     found += [jsonl_corpus(path) for path in config.jsonl]
     return found, skipped

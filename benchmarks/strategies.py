@@ -22,6 +22,7 @@ from history.lines import render
 from history.plugin import History
 from history.settings import HistorySettings
 
+from . import install_hint
 from .cache import Prompt, count
 from .corpora import Conversation, Fact
 from .fakes import Behaviour, CompressingSummarizer, Compressor, Usage
@@ -234,7 +235,7 @@ def available() -> tuple[dict[str, Factory], dict[str, str]]:
         try:
             loaded = importlib.import_module(f"{__package__}.{module}")
         except ImportError as exc:
-            missing[name] = f"not installed ({exc.name}): pip install -e '.[bench]'"
+            missing[name] = f"not installed ({exc.name}): {install_hint(exc.name)}"
             log.warning("skipping %s: %s is not installed", name, exc.name)
             continue
         found[name] = getattr(loaded, attribute)

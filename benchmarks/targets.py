@@ -260,7 +260,7 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
     if over:
         why = (
             "No statement run for a message reads more of a long thread than of a short one: "
-            "`tests/test_plans.py` checks every plan on both databases and counts SQLite's "
+            "`tests/store/test_plans.py` checks every plan on both databases and counts SQLite's "
             "steps for the next seq, index and call number in a thread of 20 messages and "
             "in one of 5,000."
         )

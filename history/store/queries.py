@@ -10,7 +10,7 @@ inside a string literal, a quoted name or a comment is left alone, and so is a `
 
 Each statement of `PLANNED` must cost the same at a thread's 100th message as at its millionth: a
 primary-key lookup, a range of an index whose prefix is the thread, or a max() read from the end
-of such an index; never a scan of the thread. `tests/test_plans.py` asks each database for its
+of such an index; never a scan of the thread. `tests/store/test_plans.py` asks each database for its
 plan of every one of them and fails on a scan.
 """
 
