@@ -89,6 +89,7 @@ async def _feed(name: str, setup: Setup) -> tuple[object, list[Prompt]]:
     return strategy, prompts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["harness-summarizing", "harness-summarizing-whole", "harness-tiered"]
 )
@@ -114,6 +115,7 @@ async def test_the_sliding_window_drops_without_a_summary() -> None:
     assert len(prompts[-1].blocks) < len(_setup(3_000).conversation.messages)
 
 
+@pytest.mark.slow
 async def test_summarization_pydantic_ai_summarizes_the_whole_history_on_every_request() -> None:
     """Its capability replaces the request's messages only, which pydantic-ai does not write
     back: the history stays whole, and each request past the trigger is summarized again."""

@@ -124,6 +124,7 @@ def test_the_cost_benchmark_runs_alone_on_the_budgets_and_corpora_named(tmp_path
         main(["--only", "cost", "--corpora", "synthetic,reddit", "--out", str(tmp_path)])
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_cost_benchmark_alone_writes_its_tables_and_targets(tmp_path: Path) -> None:
     config = replace(QUICK, synthetic=80, chitchat=0, sharegpt=0, budgets=(2_000,), reference=2_000)

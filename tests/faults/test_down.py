@@ -202,6 +202,7 @@ def tokens(text: str) -> int:
     return len(encoding("cl100k_base").encode_ordinary(text))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("failing", [Broken, Refusing])
 async def test_a_summarizer_that_always_fails_keeps_the_prompt_within_its_budget(
     tmp_path: Path, failing: type[Broken | Refusing]

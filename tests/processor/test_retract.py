@@ -210,6 +210,7 @@ async def test_messages_processed_and_not_yet_committed_are_processed_again(
     assert outline is not None and [i.id for i in outline.tail] == ["t-0", "t-1"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings",
     [

@@ -27,6 +27,7 @@ HELD = 1.0
 """Seconds the write transaction is held."""
 
 
+@pytest.mark.slow
 async def test_reads_are_served_while_a_write_transaction_is_held(tmp_path: Path) -> None:
     path = str(tmp_path / "readers.sqlite")
     settings = HistorySettings(summarizer="echo", tail=(100, 200))
