@@ -13,7 +13,7 @@ refuse a lone tool part. Other agents' steps are private to them and left out.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pydantic_ai.messages import (
@@ -165,23 +165,41 @@ def _ids(message: ModelMessage | None, kind: type[ToolCallPart | ToolReturnPart]
 
 
 def merged(pieces: Iterable[ModelMessage]) -> list[ModelMessage]:
-    """Neighbours of the same kind as one message, as pydantic-ai sends them: tool results lead."""
+    """Neighbours of the same kind as one message, as pydantic-ai sends them: tool results lead.
+
+    Each run of neighbours is merged once, when it ends: a tail of many requests in a row costs
+    one pass over their parts, not one per request."""
     out: list[ModelMessage] = []
-    for piece in pieces:
-        last = out[-1] if out else None
-        if isinstance(piece, ModelRequest) and isinstance(last, ModelRequest):
-            parts = sorted([*last.parts, *piece.parts], key=_results_first)
-            out[-1] = ModelRequest(parts=parts, run_id=last.run_id or piece.run_id)
-        elif (
-            isinstance(piece, ModelResponse)
-            and isinstance(last, ModelResponse)
-            and _synthetic(piece)
-            and _synthetic(last)
-        ):
-            out[-1] = ModelResponse(parts=[*last.parts, *piece.parts], timestamp=piece.timestamp)
-        else:
-            out.append(piece)
+    run: list[ModelMessage] = []
+    for piece in [*pieces, None]:
+        if run and not (piece is not None and _joins(run[-1], piece)):
+            out.append(run[0] if len(run) == 1 else _merge(run))
+            run = []
+        if piece is not None:
+            run.append(piece)
     return out
+
+
+def _joins(last: ModelMessage, piece: ModelMessage) -> bool:
+    """Whether pydantic-ai would send `piece` as one message with the one before it."""
+    if isinstance(piece, ModelRequest):
+        return isinstance(last, ModelRequest)
+    return isinstance(last, ModelResponse) and _synthetic(piece) and _synthetic(last)
+
+
+def _merge(run: Sequence[ModelMessage]) -> ModelMessage:
+    """A run of requests as one (tool results first, each kind in its order; the first run id),
+    or of responses made here as one (the last one's time)."""
+    if isinstance(run[0], ModelRequest):
+        requests = [m for m in run if isinstance(m, ModelRequest)]
+        parts = sorted([p for m in requests for p in m.parts], key=_results_first)
+        return ModelRequest(
+            parts=parts, run_id=next((m.run_id for m in requests if m.run_id), None)
+        )
+    responses = [m for m in run if isinstance(m, ModelResponse)]
+    return ModelResponse(
+        parts=[p for m in responses for p in m.parts], timestamp=responses[-1].timestamp
+    )
 
 
 def _results_first(part: ModelRequestPart) -> int:

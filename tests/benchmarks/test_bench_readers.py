@@ -3,6 +3,7 @@ written, watches the event loop, and reports both with its target."""
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 
@@ -35,8 +36,10 @@ async def test_views_are_timed_alone_and_beside_writers_with_the_event_loops_lat
     assert found.alone.views == 5 and found.busy.views >= 5
     for figures in (found.alone, found.busy):
         assert 0 < figures.median <= figures.p99 and figures.stall >= 0
+        assert figures.collection >= 0
     text = "\n".join(readers.section([found]))
-    assert "| 4,000 | 3 |" in text and "| 4,000 | 0 | 5 |" in text
+    assert found.objects > 10_000  # pydantic-ai and the plugin are imported
+    assert "longest full GC ms" in text and "| 4,000 | 3 |" in text and "| 4,000 | 0 | 5 |" in text
     target = readers.target([found])
     assert target.met is (found.busy.p99 <= readers.VIEW_P99 and found.busy.stall <= readers.STALL)
 
@@ -50,3 +53,13 @@ async def test_the_lag_monitor_sees_the_event_loop_held() -> None:
         await anyio.sleep(0.01)
         group.cancel_scope.cancel()
     assert monitor.worst >= 0.04
+
+
+def test_full_collections_are_timed_and_the_objects_they_walk_counted() -> None:
+    with readers.Collections() as collections:
+        kept = [[n] for n in range(200_000)]  # tracked objects for the collection to walk
+        gc.collect(2)
+    assert collections.longest > 0 and kept
+    with readers.Collections() as young:
+        gc.collect(0)  # a young collection is not a full one
+    assert young.longest == 0
