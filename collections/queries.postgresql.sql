@@ -145,17 +145,17 @@ LEFT JOIN message AS m ON NOT s.line AND m.id = s.message;
 -- The terms of the thread's unposted rows that it has not numbered yet.
 INSERT INTO search_word (thread, agent, stem)
 SELECT DISTINCT s.thread, s.agent, t
-FROM search AS s, search_terms(s.words) AS t
-WHERE s.thread = :thread AND NOT s.posted
+FROM search_pending AS s, search_terms(s.words) AS t
+WHERE s.thread = :thread
 ON CONFLICT (thread, agent, stem) DO NOTHING;
 
 -- name: post_search
 -- The postings of the thread's unposted rows, in the order of `search_term`'s key.
 INSERT INTO search_term (word, line, level, idx, n)
 SELECT w.id, s.line, s.level, s.idx, count(*)
-FROM search AS s CROSS JOIN search_terms(s.words) AS t
+FROM search_pending AS s CROSS JOIN search_terms(s.words) AS t
 JOIN search_word AS w ON w.thread = s.thread AND w.agent = s.agent AND w.stem = t
-WHERE s.thread = :thread AND NOT s.posted
+WHERE s.thread = :thread
 GROUP BY w.id, s.line, s.level, s.idx ORDER BY w.id, s.line, s.level, s.idx;
 
 -- name: node_generations

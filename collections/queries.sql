@@ -45,9 +45,13 @@ INSERT INTO search_language (language) VALUES (:language);
 SELECT DISTINCT thread FROM message;
 
 -- name: insert_search
--- A row of the index, its postings not yet written (`post_search`).
-INSERT INTO search (thread, agent, line, level, idx, message, since, at, words, length, posted)
-VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :words, :length, FALSE);
+-- A row of the index, its postings not yet written (`post_search`): its words wait beside it.
+INSERT INTO search (thread, agent, line, level, idx, message, since, at, length, posted)
+VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :length, FALSE);
+
+-- name: insert_search_pending
+INSERT INTO search_pending (thread, agent, line, level, idx, words)
+VALUES (:thread, :agent, :line, :level, :idx, :words);
 
 -- name: unposted
 -- How many of the thread's messages wait for their postings, and how many terms they hold (the
@@ -61,8 +65,8 @@ WHERE thread = :thread AND NOT posted AND NOT line;
 -- none needs escaping.
 INSERT INTO search_word (thread, agent, stem)
 SELECT DISTINCT s.thread, s.agent, k.value
-FROM search AS s, json_each('["' || replace(trim(s.words), '  ', '","') || '"]') AS k
-WHERE s.thread = :thread AND NOT s.posted AND k.value <> ''
+FROM search_pending AS s, json_each('["' || replace(trim(s.words), '  ', '","') || '"]') AS k
+WHERE s.thread = :thread AND k.value <> ''
 ON CONFLICT DO NOTHING;
 
 -- name: post_search
@@ -70,14 +74,17 @@ ON CONFLICT DO NOTHING;
 -- `search_term`'s key.
 INSERT INTO search_term (word, line, level, idx, n)
 SELECT w.id, s.line, s.level, s.idx, count(*)
-FROM search AS s, json_each('["' || replace(trim(s.words), '  ', '","') || '"]') AS k
+FROM search_pending AS s, json_each('["' || replace(trim(s.words), '  ', '","') || '"]') AS k
 CROSS JOIN search_word AS w ON w.thread = s.thread AND w.agent = s.agent AND w.stem = k.value
-WHERE s.thread = :thread AND NOT s.posted AND k.value <> ''
+WHERE s.thread = :thread AND k.value <> ''
 GROUP BY w.id, s.line, s.level, s.idx ORDER BY w.id, s.line, s.level, s.idx;
 
 -- name: mark_posted
+UPDATE search SET posted = TRUE WHERE thread = :thread AND NOT posted;
+
+-- name: unpend
 -- Posted rows keep no words: their postings hold them.
-UPDATE search SET posted = TRUE, words = '' WHERE thread = :thread AND NOT posted;
+DELETE FROM search_pending WHERE thread = :thread;
 
 -- name: insert_message
 -- Store a message with its thread's next seq, and its next idx when shared or its agent's next
@@ -357,8 +364,11 @@ CROSS JOIN search AS s ON s.thread = :thread AND s.agent = :agent
 -- Search: the words of one agent's rows whose postings are not written yet, with their length
 -- and `at` (those of a batch of messages at most, `history.store.writes.due`, and of the lines
 -- written with them, from the `search_unposted` index).
-SELECT line, level, idx, words, length, at FROM search
-WHERE thread = :thread AND agent = :agent AND NOT posted;
+SELECT s.line, s.level, s.idx, p.words, s.length, s.at
+FROM search_pending AS p
+JOIN search AS s ON s.thread = p.thread AND s.agent = p.agent AND s.line = p.line
+    AND s.level = p.level AND s.idx = p.idx
+WHERE p.thread = :thread AND p.agent = :agent;
 
 -- name: search_frequencies
 -- Search: how many postings each of one agent's terms (a JSON list) has in the thread, messages

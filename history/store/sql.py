@@ -48,7 +48,16 @@ from .queries import Dialect
 from .records import Loaded, ThreadRecords
 from .rows import Record
 from .searching import SearchReads
-from .writes import apply, foreign, index_lines, index_thread, insert_calls, post, thread_records
+from .writes import (
+    apply,
+    foreign,
+    index,
+    index_lines,
+    index_thread,
+    insert_calls,
+    post,
+    thread_records,
+)
 
 log = logging.getLogger(__name__)
 
@@ -356,7 +365,7 @@ class SQLStore:
                 raise _Stale
             if lines_changed:
                 await tx.execute("insert_move", **move_row(before, after))
-            await tx.executemany("insert_search", searched)
+            await index(tx, searched)
             await tx.executemany("insert_summary", [rows.summary_row(n) for n in written])
             await index_lines(tx, before.thread, written, language)
             await post(tx, before.thread, length=after.position + 1)

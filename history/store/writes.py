@@ -80,6 +80,13 @@ async def post(tx: Transaction, thread: str, *, length: int | None = None) -> No
     await tx.execute("post_words", thread=thread)
     await tx.execute("post_search", thread=thread)
     await tx.execute("mark_posted", thread=thread)
+    await tx.execute("unpend", thread=thread)
+
+
+async def index(tx: Transaction, found: Sequence[Params]) -> None:
+    """Write search rows (`rows.*_search_rows`), their words waiting for their postings."""
+    await tx.executemany("insert_search", found)
+    await tx.executemany("insert_search_pending", found)
 
 
 async def index_lines(
@@ -90,7 +97,7 @@ async def index_lines(
         return
     found = await tx.fetch("first_at", thread=thread, indexes=rows.first_indexes(nodes))
     firsts = {r["idx"]: r["at"] for r in found}
-    await tx.executemany("insert_search", rows.line_search_rows(nodes, firsts, language))
+    await index(tx, rows.line_search_rows(nodes, firsts, language))
 
 
 async def index_thread(tx: Transaction, thread: str, language: str) -> None:
@@ -103,7 +110,7 @@ async def index_thread(tx: Transaction, thread: str, language: str) -> None:
         [rows.summary_from_row(r) for r in nodes],
         language,
     )
-    await tx.executemany("insert_search", found)
+    await index(tx, found)
     await post(tx, thread)
 
 
@@ -168,7 +175,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
         "insert_loaded_message",
         [rows.loaded_message_row(s, plan.natives.get(s.message.id)) for s in plan.messages],
     )
-    await tx.executemany("insert_search", rows.stored_search_rows(plan.indexed, language))
+    await index(tx, rows.stored_search_rows(plan.indexed, language))
     await tx.executemany("insert_summary", [rows.summary_row(node) for node in plan.summaries])
     await index_lines(tx, plan.thread, plan.summaries, language)
     await post(tx, plan.thread)

@@ -387,6 +387,33 @@ async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database
     assert {h.message for h in hits if "budget" in h.terms} == {f"t-{n}" for n in range(2, 80, 10)}
 
 
+async def test_words_wait_beside_their_rows_and_go_with_them(database: str) -> None:
+    """A row's words wait in `search_pending` until its postings are written, one pending row
+    for each row that waits, and go when their row goes (taken back, erased)."""
+    settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
+
+    def pending() -> set[tuple[Any, ...]]:
+        found = run_sql(database, "SELECT thread, line, level, idx FROM search_pending")
+        return {tuple(r) for r in found}
+
+    def waiting() -> set[tuple[Any, ...]]:
+        found = run_sql(database, "SELECT thread, line, level, idx FROM search WHERE NOT posted")
+        return {tuple(r) for r in found}
+
+    async with History(settings, store=database) as history:
+        for m in long_chat(30) + long_chat(12, thread="u", seed=4):
+            await history.message_created(m)
+        await history.wait()
+        before = await anyio.to_thread.run_sync(pending)
+        assert before and before == await anyio.to_thread.run_sync(waiting)
+        taken = await history.retract("t", after=25)
+        assert taken
+        assert await history.thread_deleted("u")
+    after = await anyio.to_thread.run_sync(pending)
+    assert after == await anyio.to_thread.run_sync(waiting)
+    assert {r[0] for r in after} == {"t"} and len(after) < len([r for r in before if r[0] == "t"])
+
+
 def test_a_store_whose_triggers_wrote_the_postings_is_upgraded_and_searched(
     tmp_path: Path,
 ) -> None:
@@ -435,17 +462,18 @@ async def test_a_store_indexed_before_its_terms_were_numbered_is_indexed_again_a
         await history.wait()
         expected = await history.store.search("t", "venue lunch", 10)
     assert [h.message for h in expected if h.terms] == ["t-0", "t-2"]
-    # As a store of before left it: its index is made again, its rows keeping no words once
-    # their postings are written.
+    # As a store of before left it: its index is made again, no words kept once the postings
+    # are written.
     for sql in (
-        "DELETE FROM migration WHERE name = '0051_search_compact'",
+        "DELETE FROM migration WHERE name IN ('0051_search_compact', '0075_search_pending')",
         "DROP TABLE search_word",
+        "DROP TABLE search_pending",
     ):
         await anyio.to_thread.run_sync(run_sql, database, sql)
     async with opened(database) as store:
         assert await store.search("t", "venue lunch", 10) == expected
-    words = await anyio.to_thread.run_sync(run_sql, database, "SELECT words FROM search")
-    assert words and all(w == "" for (w,) in words)
+    waiting = await anyio.to_thread.run_sync(run_sql, database, "SELECT * FROM search_pending")
+    assert waiting == []
     stems = await anyio.to_thread.run_sync(
         run_sql, database, "SELECT stem FROM search_word WHERE thread = 't' AND agent = ''"
     )
