@@ -110,11 +110,13 @@ async def plugin_rate(messages: Sequence[Message], where: str | Path) -> float:
 @dataclass(frozen=True)
 class Rows:
     """What the plugin writes for each message, as a raw writer would insert it: the message
-    row, and its search row (None for a step the index leaves out)."""
+    row, and its search row with its words waiting beside it (None for a step the index leaves
+    out)."""
 
     threads: list[str]
     messages: list[tuple[Any, ...]]
     search: list[tuple[Any, ...] | None]
+    pending: list[tuple[Any, ...] | None]
     due: list[str | None]
     """The thread whose postings are written after each message: once they are due
     (`writes.due`), as the store writes them."""
@@ -122,12 +124,22 @@ class Rows:
     def part(self, start: int, stop: int) -> Rows:
         return Rows(
             threads=self.threads[start:stop], messages=self.messages[start:stop],
-            search=self.search[start:stop], due=self.due[start:stop],
+            search=self.search[start:stop], pending=self.pending[start:stop],
+            due=self.due[start:stop],
         )  # fmt: skip
 
-    def writes(self) -> Iterator[tuple[tuple[Any, ...], tuple[Any, ...] | None, str | None]]:
-        """Each message's row, its search row, and the thread whose postings are due."""
-        return zip(self.messages, self.search, self.due, strict=True)
+    def writes(self) -> Iterator[tuple[tuple[Any, ...], Indexed | None, str | None]]:
+        """Each message's row, its search and pending rows, and the thread whose postings are
+        due."""
+        indexed = (
+            None if s is None or p is None else (s, p)
+            for s, p in zip(self.search, self.pending, strict=True)
+        )
+        return zip(self.messages, indexed, self.due, strict=True)
+
+    def indexed(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Every search row, and every pending row."""
+        return [r for r in self.search if r is not None], [r for r in self.pending if r is not None]
 
 
 def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
@@ -136,10 +148,11 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
     config = settings()
     insert_message = QUERIES["insert_loaded_message"][dialect]
     insert_search = QUERIES["insert_search"][dialect]
+    insert_pending = QUERIES["insert_search_pending"][dialect]
     seqs: dict[str, int] = {}
     indexes: dict[str, int] = {}
     steps: dict[tuple[str, str], int] = {}
-    out = Rows(threads=[], messages=[], search=[], due=[])
+    out = Rows(threads=[], messages=[], search=[], pending=[], due=[])
     waiting: dict[str, tuple[int, int]] = {}  # each thread's messages and terms waiting
     for m in messages:
         seq = seqs[m.thread] = seqs.get(m.thread, -1) + 1
@@ -156,6 +169,7 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
         out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
         found = rows.stored_search_rows([stored], terms.DEFAULT_LANGUAGE)
         out.search.append(insert_search.args(found[0]) if found else None)
+        out.pending.append(insert_pending.args(found[0]) if found else None)
         count, held = waiting.get(m.thread, (0, 0))
         waiting[m.thread] = (count + bool(found), held + (found[0]["length"] if found else 0))
         posts = writes.due(seq + 1, *waiting[m.thread])
@@ -170,8 +184,14 @@ def _sql(dialect: Dialect, *names: str) -> list[str]:
     return [QUERIES[name][dialect].text for name in names]
 
 
-_RAW = ("insert_loaded_message", "insert_search", "post_words", "post_search", "mark_posted")
-"""What a raw writer runs: a message, its search row, a thread's terms, postings and mark."""
+_RAW = (
+    "insert_loaded_message", "insert_search", "insert_search_pending", "post_words",
+    "post_search", "mark_posted", "unpend",
+)  # fmt: skip
+"""What a raw writer runs: a message, its search row and its waiting words, a thread's terms,
+postings, mark and the words it no longer keeps."""
+Indexed = tuple[tuple[Any, ...], tuple[Any, ...]]
+"""A message's search row and its pending row, as parameters."""
 
 
 async def _schema(where: str) -> None:
@@ -186,20 +206,20 @@ async def raw_rate(prepared: Rows, path: Path) -> float:
     row and its search row, one autocommit INSERT each, and a thread's postings written (by the
     store's own statements, in a transaction) once they are due, as the store writes them."""
     await _schema(str(path))
-    insert, index, number, post, mark = _sql("sqlite", *_RAW)
+    insert, index, wait, number, post, mark, unpend = _sql("sqlite", *_RAW)
     async with aiosqlite.connect(path, isolation_level=None) as db:
         for pragma in PRAGMAS:
             await db.execute(f"PRAGMA {pragma}")
         started = time.perf_counter()
-        for row, search, due in prepared.writes():
+        for row, indexed, due in prepared.writes():
             await db.execute(insert, row)
-            if search is not None:
-                await db.execute(index, search)
+            if indexed is not None:
+                await db.execute(index, indexed[0])
+                await db.execute(wait, indexed[1])
             if due is not None:
                 await db.execute("BEGIN IMMEDIATE")
-                await db.execute(number, (due,))
-                await db.execute(post, (due,))
-                await db.execute(mark, (due,))
+                for statement in (number, post, mark, unpend):
+                    await db.execute(statement, (due,))
                 await db.execute("COMMIT")
         return len(prepared.messages) / (time.perf_counter() - started)
 
@@ -221,18 +241,19 @@ async def batched_rate(prepared: Rows, path: Path) -> float:
     """Messages per second with every row in one transaction and the postings written once at
     the end (for scale)."""
     await _schema(str(path))
-    insert, index, number, post, mark = _sql("sqlite", *_RAW)
+    insert, index, wait, number, post, mark, unpend = _sql("sqlite", *_RAW)
     db = sqlite3.connect(path, isolation_level=None)
     for pragma in PRAGMAS:
         db.execute(f"PRAGMA {pragma}")
     started = time.perf_counter()
     db.execute("BEGIN IMMEDIATE")
     db.executemany(insert, prepared.messages)
-    db.executemany(index, [r for r in prepared.search if r is not None])
+    searched, waiting = prepared.indexed()
+    db.executemany(index, searched)
+    db.executemany(wait, waiting)
     for thread in set(prepared.threads):
-        db.execute(number, (thread,))
-        db.execute(post, (thread,))
-        db.execute(mark, (thread,))
+        for statement in (number, post, mark, unpend):
+            db.execute(statement, (thread,))
     db.execute("COMMIT")
     rate = len(prepared.messages) / (time.perf_counter() - started)
     db.close()
@@ -279,21 +300,21 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
     import asyncpg
 
     await _schema(url)
-    insert, index, number, post, mark = _sql("postgresql", *_RAW)
+    insert, index, wait, number, post, mark, unpend = _sql("postgresql", *_RAW)
     third = len(prepared.messages) // 3
     parts = [prepared.part(k * third, (k + 1) * third) for k in range(3)]
     db = await asyncpg.connect(url)
     try:
         started = time.perf_counter()
-        for row, search, due in parts[0].writes():
+        for row, indexed, due in parts[0].writes():
             await db.execute(insert, *row)
-            if search is not None:
-                await db.execute(index, *search)
+            if indexed is not None:
+                await db.execute(index, *indexed[0])
+                await db.execute(wait, *indexed[1])
             if due is not None:
                 async with db.transaction():
-                    await db.execute(number, due)
-                    await db.execute(post, due)
-                    await db.execute(mark, due)
+                    for statement in (number, post, mark, unpend):
+                        await db.execute(statement, due)
         stored = third / (time.perf_counter() - started)
         started = time.perf_counter()
         for row in parts[1].messages:
@@ -302,11 +323,12 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
         started = time.perf_counter()
         async with db.transaction():
             await db.executemany(insert, parts[2].messages)
-            await db.executemany(index, [r for r in parts[2].search if r is not None])
+            searched, waiting = parts[2].indexed()
+            await db.executemany(index, searched)
+            await db.executemany(wait, waiting)
             for thread in set(parts[2].threads):
-                await db.execute(number, thread)
-                await db.execute(post, thread)
-                await db.execute(mark, thread)
+                for statement in (number, post, mark, unpend):
+                    await db.execute(statement, thread)
         return stored, alone, third / (time.perf_counter() - started)
     finally:
         await db.close()

@@ -39,7 +39,7 @@ from .generated import Form, Generation, Name
 from .lines import size
 from .names import check_name
 from .store.consistency import LARGEST, TOP_LEVEL
-from .store.records import Call, ThreadRecords
+from .store.records import RecordedCall, ThreadRecords
 
 FORMAT = 4
 FORMATS = (1, 2, 3, 4)
@@ -218,18 +218,18 @@ class ShownLine(_Line):
     shown: Count
 
 
-Record = (
+CarryLine = (
     HeaderLine | ThreadLine | MessageLine | SummaryLine | OutlineLine | CallLine | GenerationLine
     | NameLine | ShownLine
 )  # fmt: skip
-RECORD: TypeAdapter[Record] = TypeAdapter(Annotated[Record, Field(discriminator="kind")])
+CARRY_LINE: TypeAdapter[CarryLine] = TypeAdapter(Annotated[CarryLine, Field(discriminator="kind")])
 """Reads any line, told apart by its `kind`."""
 
 
-def record_lines(records: ThreadRecords) -> list[Record]:
+def record_lines(records: ThreadRecords) -> list[CarryLine]:
     """A thread's records as JSONL lines: its title and settings, messages, summaries, outline,
     calls."""
-    out: list[Record] = []
+    out: list[CarryLine] = []
     if records.about is not None:
         a = records.about
         out.append(ThreadLine(thread=a.thread, title=a.title, settings=a.settings, space=a.space))
@@ -284,14 +284,14 @@ def summary_of(line: SummaryLine) -> Summary:
     )  # fmt: skip
 
 
-def call_of(line: CallLine) -> Call:
+def call_of(line: CallLine) -> RecordedCall:
     """A call line as the recorded call it was exported from."""
     ask = Ask(
         thread=line.thread, agent=line.agent, level=line.level, index=line.index,
         prompts=tuple(line.prompts), answers=tuple(line.answers), line=line.line,
         input_tokens=line.input_tokens, output_tokens=line.output_tokens, outcome=line.outcome,
     )  # fmt: skip
-    return Call(model=line.model, n=line.n, ask=ask)
+    return RecordedCall(model=line.model, n=line.n, ask=ask)
 
 
 def _message_line(s: Stored, native: str | None) -> MessageLine:

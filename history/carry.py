@@ -24,15 +24,15 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from ._carry_lines import (
+    CARRY_LINE,
     FORMATS,
-    RECORD,
     CallLine,
+    CarryLine,
     GenerationLine,
     HeaderLine,
     MessageLine,
     NameLine,
     OutlineLine,
-    Record,
     ShownLine,
     SummaryLine,
     ThreadLine,
@@ -52,7 +52,7 @@ from .limits import without_bom
 from .settings import HistorySettings
 from .store import Store
 from .store.consistency import check_weight
-from .store.records import Call, Loaded, ThreadRecords
+from .store.records import Loaded, RecordedCall, ThreadRecords
 
 ENCODING: str = HistorySettings.encoding
 """The encoding a thread's messages are weighed in when its export records no settings."""
@@ -107,7 +107,7 @@ def read_records(lines: Iterable[bytes | str], *, source: str = "<input>") -> li
         if not raw.strip():
             continue
         try:
-            record = RECORD.validate_json(raw)
+            record = CARRY_LINE.validate_json(raw)
             _add(groups, record)
         except ValidationError as exc:
             problems = "; ".join(
@@ -127,7 +127,7 @@ class _Group:
         self.messages: list[Stored] = []
         self.summaries: list[Summary] = []
         self.outline: Outline | None = None
-        self.calls: list[Call] = []
+        self.calls: list[RecordedCall] = []
         self.about: About | None = None
         self.natives: dict[str, str] = {}
         self.generations: list[Generation] = []
@@ -170,7 +170,7 @@ def _numbered(messages: list[Stored]) -> tuple[Stored, ...]:
     return tuple(out)
 
 
-def _add(groups: dict[str, _Group], record: Record) -> None:
+def _add(groups: dict[str, _Group], record: CarryLine) -> None:
     if not isinstance(record, HeaderLine):  # the same limit as a message's (MAX_NAME)
         name_text("thread", record.thread)
     match record:

@@ -34,7 +34,7 @@ from .contract import Ask, Reply, Task
 from .errors import ConfigurationError, UnpinnedError
 from .lines import prefix, size
 from .settings import INSTRUCTIONS
-from .store.records import Call
+from .store.records import RecordedCall
 from .summarizer import Exhausted, Summarizer, summarizer_key
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ _STAND_IN = {0: "", 1: "x", 2: "é", 3: "€", 4: "𝑥"}
 """The first character standing in for the dropped bytes, by how many there are (4: or more)."""
 
 
-def pinned(calls: Iterable[Call], key: str) -> list[Ask]:
+def pinned(calls: Iterable[RecordedCall], key: str) -> list[Ask]:
     """The conversations among `calls` that were made under the model key `key`."""
     return [call.ask for call in calls if call.model == key]
 

@@ -27,6 +27,7 @@ from .batch import process_one
 from .contract import Ask, Outline, Reply, Stored, Task
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .generations import carried
+from .lane import BATCH
 from .pins import Replay, model_key, pinned
 from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, built_with, recorded
@@ -44,9 +45,6 @@ from .summarizer import (
 )
 
 log = logging.getLogger(__name__)
-
-
-BATCH = 256
 
 
 @dataclass(frozen=True, kw_only=True)

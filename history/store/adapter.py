@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
 from .queries import Dialect
-from .rows import Params, Record
+from .rows import Params, Row
 
 T = TypeVar("T")
 
@@ -26,9 +26,9 @@ error."""
 class Transaction(Protocol):
     """Statements by their name in `queries.sql`, with named parameters."""
 
-    async def fetch(self, name: str, /, **params: Any) -> Sequence[Record]: ...
+    async def fetch(self, name: str, /, **params: Any) -> Sequence[Row]: ...
 
-    async def one(self, name: str, /, **params: Any) -> Record | None: ...
+    async def one(self, name: str, /, **params: Any) -> Row | None: ...
 
     async def execute(self, name: str, /, **params: Any) -> int:
         """Run a statement; how many rows it changed."""
@@ -75,7 +75,7 @@ class Database(Protocol):
 
     async def close(self) -> None: ...
 
-    async def store_message(self, message: Params, outline: Params) -> Record | None:
+    async def store_message(self, message: Params, outline: Params) -> Row | None:
         """Store a message as `writes.store_message` does, in one call: its row's seq, idx and
         sidx, or None for a known id."""
         ...

@@ -29,7 +29,7 @@ from ..errors import InputError
 from ..lines import label, render, size
 
 if TYPE_CHECKING:
-    from .records import Call
+    from .records import RecordedCall
 
 LARGEST = 2**63 - 1
 """The largest number a store's columns hold."""
@@ -42,7 +42,7 @@ def check_thread(
     messages: Sequence[Stored],
     summaries: Sequence[Summary],
     outline: Outline | None,
-    calls: Sequence[Call],
+    calls: Sequence[RecordedCall],
 ) -> None:
     """Refuse a thread whose records disagree, naming the first record at fault.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..generated import Generation, Name
-from .rows import Params, Record
+from .rows import Params, Row
 
 
 def generation_row(g: Generation) -> Params:
@@ -14,7 +14,7 @@ def generation_row(g: Generation) -> Params:
     }  # fmt: skip
 
 
-def generation_from_row(row: Record) -> Generation:
+def generation_from_row(row: Row) -> Generation:
     return Generation(
         thread=row["thread"], agent=row["agent"], level=row["level"], index=row["idx"],
         generation=row["generation"], text=row["text"], bytes=row["bytes"], form=row["form"],
@@ -22,5 +22,5 @@ def generation_from_row(row: Record) -> Generation:
     )  # fmt: skip
 
 
-def name_from_row(row: Record) -> Name:
+def name_from_row(row: Row) -> Name:
     return Name(thread=row["thread"], author=row["author"], name=row["name"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..contract import Outline
-from .rows import Params, Record
+from .rows import Params, Row
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +46,7 @@ def move_row(before: Outline, after: Outline) -> Params:
     }  # fmt: skip
 
 
-def move_from_row(row: Record) -> Move:
+def move_from_row(row: Row) -> Move:
     return Move(
         seq=row["seq"], cut=bool(row["cut"]), folded=bool(row["folded"]),
         from_boundary=row["from_boundary"], boundary=row["boundary"], lines=row["lines"],

@@ -36,7 +36,7 @@ from .adapter import Body, Mode
 from .claims import LEASE
 from .driver import DRIVER_ERRORS, quietly, store_error
 from .queries import QUERIES, Dialect, compile_named
-from .rows import MIGRATIONS, Params, Record
+from .rows import MIGRATIONS, Params, Row
 from .sql import SQLStore
 
 T = TypeVar("T")
@@ -185,13 +185,11 @@ class PostgreSQL:
         except DRIVER_ERRORS as exc:
             raise store_error(exc, self.url) from exc
 
-    async def store_message(self, message: Params, outline: Params) -> Record | None:
+    async def store_message(self, message: Params, outline: Params) -> Row | None:
         """In one round trip: the `store_message` function (migration 0018)."""
         params = {**message, "space": self._spaces[0], "outline": json.dumps(outline)}
         async with self._connection() as db:
-            found: Record | None = await db.fetchrow(
-                _STORE_MESSAGE.text, *_STORE_MESSAGE.args(params)
-            )
+            found: Row | None = await db.fetchrow(_STORE_MESSAGE.text, *_STORE_MESSAGE.args(params))
             return found
 
 
@@ -202,11 +200,11 @@ class _Transaction:
         self._db = db
         self._seq_space, self._migrate_space = spaces
 
-    async def fetch(self, name: str, /, **params: Any) -> Sequence[Record]:
+    async def fetch(self, name: str, /, **params: Any) -> Sequence[Row]:
         statement = QUERIES[name].postgresql
         return await self._db.fetch(statement.text, *statement.args(params))
 
-    async def one(self, name: str, /, **params: Any) -> Record | None:
+    async def one(self, name: str, /, **params: Any) -> Row | None:
         statement = QUERIES[name].postgresql
         return await self._db.fetchrow(statement.text, *statement.args(params))
 

@@ -19,13 +19,13 @@ from ..errors import ConflictError, StoreError
 from ..generated import Generation, Name
 from ..lines import node_id
 from .consistency import check_thread
-from .rows import Record, ask_from_row, call_key
+from .rows import Row, ask_from_row, call_key
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Call:
+class RecordedCall:
     """A recorded summarizer conversation, as the `call` collection keeps it."""
 
     model: str
@@ -52,7 +52,7 @@ class ThreadRecords:
     """Sorted by level, index."""
     outline: Outline | None = None
     """None: the thread has no outline yet (a load then starts a fresh one)."""
-    calls: tuple[Call, ...] = ()
+    calls: tuple[RecordedCall, ...] = ()
     """In the order they were made."""
     about: About | None = None
     """Its title and the settings it was built with; a load writes those it gives."""
@@ -92,7 +92,7 @@ class Plan:
     """The messages to index for search: those the thread's outline has processed once loaded
     and the store has not indexed (a message is indexed by the commit that processes it)."""
     summaries: tuple[Summary, ...]
-    calls: tuple[Call, ...]
+    calls: tuple[RecordedCall, ...]
     outline: Outline | None
     """The outline to write; None with `create` is a fresh outline (nothing processed yet)."""
     write: OutlineWrite
@@ -269,8 +269,8 @@ def _new_summaries(stored: Sequence[Summary], incoming: ThreadRecords) -> tuple[
     return new, skipped
 
 
-def _new_calls(old: ThreadRecords, incoming: ThreadRecords) -> tuple[list[Call], int]:
-    new: list[Call] = []
+def _new_calls(old: ThreadRecords, incoming: ThreadRecords) -> tuple[list[RecordedCall], int]:
+    new: list[RecordedCall] = []
     skipped = 0
     pins = {c.key: c for c in old.calls}
     for call in _unique(incoming.calls, lambda c: c.key, _call_conflict, _same_call):
@@ -344,11 +344,11 @@ def _same_message(a: Stored, b: Stored) -> bool:
     )  # fmt: skip
 
 
-def _same_call(a: Call, b: Call) -> bool:
+def _same_call(a: RecordedCall, b: RecordedCall) -> bool:
     return (a.model, a.ask) == (b.model, b.ask)
 
 
-def _answers_fallback(old: Call, new: Call) -> bool:
+def _answers_fallback(old: RecordedCall, new: RecordedCall) -> bool:
     """`new` answers the request `old` kept failing on: the answer replaces the fallback."""
     return old.ask.outcome == "fallback" and new.ask.outcome != "fallback"
 
@@ -394,7 +394,7 @@ def _node_conflict(known: Summary, new: Summary, *, stored: bool) -> ConflictErr
     )
 
 
-def _call_conflict(known: Call, new: Call, *, stored: bool) -> ConflictError:
+def _call_conflict(known: RecordedCall, new: RecordedCall, *, stored: bool) -> ConflictError:
     ask = new.ask
     old, answers = (_short(" | ".join(c.ask.answers)) for c in (known, new))
     return ConflictError(
@@ -408,6 +408,6 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def call_from_row(row: Record) -> Call:
+def call_from_row(row: Row) -> RecordedCall:
     """A call from its row, with its model key and place."""
-    return Call(model=row["model"], n=row["n"], ask=ask_from_row(row))
+    return RecordedCall(model=row["model"], n=row["n"], ask=ask_from_row(row))

@@ -68,7 +68,7 @@ CALL_COLUMNS = (
 )
 
 
-class Record(Protocol):
+class Row(Protocol):
     """A row read by column name: `sqlite3.Row`, asyncpg's `Record`, or a dict."""
 
     def __getitem__(self, column: str, /) -> Any: ...
@@ -117,7 +117,7 @@ def _in_body(statement: str) -> bool:
     return bool(trigger) and upper.splitlines()[-1].strip() != "END;"
 
 
-def about_from_row(row: Record) -> About:
+def about_from_row(row: Row) -> About:
     return About(
         thread=row["thread"], title=row["title"], settings=row["settings"], space=row["space"]
     )
@@ -151,7 +151,7 @@ def check_redelivery(message: Message, stored: Stored) -> None:
         )
 
 
-def stored_from_row(row: Record) -> Stored:
+def stored_from_row(row: Row) -> Stored:
     message = Message(
         id=row["id"],
         thread=row["thread"],
@@ -171,7 +171,7 @@ def stored_from_row(row: Record) -> Stored:
     )
 
 
-def message_line(row: Record, thread: str) -> str:
+def message_line(row: Row, thread: str) -> str:
     """A message's line (`line_of`) from the columns of it that `search_details` reads."""
     message = Message(
         id=row["message"], thread=thread, author=_legacy(row["author"]),
@@ -199,7 +199,7 @@ def summary_row(node: Summary) -> Params:
     }  # fmt: skip
 
 
-def summary_from_row(row: Record) -> Summary:
+def summary_from_row(row: Row) -> Summary:
     return Summary(
         thread=row["thread"],
         agent=row["agent"],
@@ -247,7 +247,7 @@ def steps_from_json(text: str) -> dict[str, StepOutline]:
     }
 
 
-def outline_from_row(row: Record) -> Outline:
+def outline_from_row(row: Row) -> Outline:
     """An outline from its row, whose `tail` is the JSON `[[id, weight, at, step, seq], ...]` of
     its tail's messages (sorted by seq here, whatever order the database gave them in)."""
     tail = sorted(json.loads(row["tail"]), key=lambda item: item[4])
@@ -317,7 +317,7 @@ def call_row(ask: Ask, model: str, n: int) -> Params:
     }  # fmt: skip
 
 
-def ask_from_row(row: Record) -> Ask:
+def ask_from_row(row: Row) -> Ask:
     """A call from its row: packed, or whole as the rows written before `call_packed` are."""
     packed = row["packed"]
     prompts, answers, line = (

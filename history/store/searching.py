@@ -84,7 +84,7 @@ class SearchReads:
         ]
 
 
-def _columns(found: Sequence[rows.Record], *columns: str) -> list[tuple[Any, ...]]:
+def _columns(found: Sequence[rows.Row], *columns: str) -> list[tuple[Any, ...]]:
     """The rows' `columns` (two or more), by name: a tenth of a search was spent here when
     each row's tuple was built in Python."""
     return list(map(itemgetter(*columns), found))

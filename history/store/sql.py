@@ -46,7 +46,7 @@ from .claims import LEASE, Claim, Claims
 from .moves import Move, move_from_row, move_row
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
-from .rows import Record
+from .rows import Row
 from .searching import SearchReads
 from .writes import (
     apply,
@@ -70,11 +70,11 @@ _ERASED = (
 
 
 _Read = tuple[
-    Record | None,
-    Sequence[Record],
-    Sequence[Record],
-    Sequence[Record],
-    Record | None,
+    Row | None,
+    Sequence[Row],
+    Sequence[Row],
+    Sequence[Row],
+    Row | None,
     list[Name],
     tuple[int, int],
     list[Generation],
@@ -238,7 +238,7 @@ class SQLStore:
         # The rows become data after the transaction, outside SQLite's thread: Python's work
         # there holds the interpreter's lock, and is preempted on a busy machine.
         async def read(tx: Transaction) -> _Read | None:
-            row: Record | None = None
+            row: Row | None = None
             if outline is not None:
                 own = outline.steps.get(agent) if agent else None
                 first, keys = outline.tail_start, _keys(outline.lines)
@@ -587,7 +587,7 @@ class SQLStore:
 
 async def _node_rows(
     tx: Transaction, thread: str, keys: Sequence[tuple[int, int]], *, agent: str
-) -> Sequence[Record]:
+) -> Sequence[Row]:
     """The rows of the nodes of one tree at `(level, index)` keys that exist, in any order."""
     if not keys:
         return ()

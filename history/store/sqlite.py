@@ -31,7 +31,7 @@ from . import writes
 from .adapter import Body, Mode
 from .claims import LEASE
 from .queries import QUERIES, Dialect
-from .rows import MIGRATIONS, Params, Record
+from .rows import MIGRATIONS, Params, Row
 from .sql import SQLStore
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,7 @@ class SQLite:
                 raise StoreError(f"SQLite store {self.url!r}: {exc}") from exc
             return done
 
-    async def store_message(self, message: Params, outline: Params) -> Record | None:
+    async def store_message(self, message: Params, outline: Params) -> Row | None:
         body = partial(writes.store_message, message=message, outline=outline)
         return await self.run(body, mode="write")
 
@@ -212,11 +212,11 @@ class _Transaction:
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
 
-    async def fetch(self, name: str, /, **params: Any) -> Sequence[Record]:
+    async def fetch(self, name: str, /, **params: Any) -> Sequence[Row]:
         return self._db.execute(*_bound(name, params)).fetchall()
 
-    async def one(self, name: str, /, **params: Any) -> Record | None:
-        found: Record | None = self._db.execute(*_bound(name, params)).fetchone()
+    async def one(self, name: str, /, **params: Any) -> Row | None:
+        found: Row | None = self._db.execute(*_bound(name, params)).fetchone()
         return found
 
     async def execute(self, name: str, /, **params: Any) -> int:

@@ -18,7 +18,7 @@ from . import records, rows
 from .adapter import Transaction
 from .kept import generation_from_row, name_from_row
 from .records import ThreadRecords
-from .rows import Params, Record
+from .rows import Params, Row
 
 POSTED_TOGETHER = 64
 """The fewest of a thread's messages whose search rows a commit leaves waiting for their
@@ -49,7 +49,7 @@ def due(length: int, waiting: int, terms: int) -> bool:
     return waiting >= batch or terms >= POSTED_TERMS
 
 
-async def store_message(tx: Transaction, message: Params, outline: Params) -> Record | None:
+async def store_message(tx: Transaction, message: Params, outline: Params) -> Row | None:
     """Store a message under its thread's lock, with its thread's next seq and indexes, and make
     the thread's outline row (`outline`) with its first: its row's seq, idx and sidx, or None
     for a known id. (PostgreSQL's `store_message` function does the same in one statement.)"""
@@ -61,7 +61,7 @@ async def store_message(tx: Transaction, message: Params, outline: Params) -> Re
 
 
 async def insert_calls(tx: Transaction, calls: Sequence[Params]) -> None:
-    """Record calls (`rows.call_row`), their model keys kept once."""
+    """Row calls (`rows.call_row`), their model keys kept once."""
     if not calls:
         return
     models = {c["model_key"]: c for c in calls}

@@ -147,12 +147,14 @@ async def test_search_forgets_an_erased_thread(open_history: Opener, database: s
 
 UNINDEXED = {
     "sqlite": [
+        "DROP TABLE search_pending",
         "DROP TABLE search",
         "DROP TABLE search_term",
         "DROP TABLE search_word",
         "DROP TABLE search_language",
     ],
     "postgresql": [
+        "DROP TABLE search_pending",
         "DROP TABLE search",
         "DROP TABLE search_term",
         "DROP TABLE search_word",
@@ -176,7 +178,7 @@ async def test_an_older_database_is_indexed_when_opened(
     forget = (
         "DELETE FROM migration "
         "WHERE name IN ('0005_search', '0012_search2', '0013_search_gin', '0015_search_terms', "
-        "'0016_search_posted', '0051_search_compact')"
+        "'0016_search_posted', '0051_search_compact', '0075_search_pending')"
     )
     for statement in [*UNINDEXED[kind], forget]:
         await anyio.to_thread.run_sync(run_sql, database, statement)
