@@ -1,9 +1,10 @@
 """A worker: processes the threads of a shared store until it is told to stop.
 
 Web servers open `History(..., process=False)` and only store; any number of workers, on any
-machines, open the same PostgreSQL store and process. Each thread is claimed by one worker at a
-time (a lock in the database, released when its worker stops or dies), so threads spread over
-the workers, and each is processed in `seq` order.
+machines, open the same PostgreSQL store and process (or, on one machine, the same SQLite
+file). Each thread is claimed by one worker at a time (a lease in the database, given up when
+its worker stops and lapsing when it dies), so threads spread over the workers, and each is
+processed in `seq` order.
 
 A worker looks for threads with unprocessed messages every `poll` seconds. On SIGTERM or SIGINT
 it stops looking and lets the batches in flight finish, for at most `grace` seconds; a second

@@ -1,4 +1,4 @@
-"""`chat-outline worker`: process the threads of a shared PostgreSQL store until stopped."""
+"""`chat-outline worker`: process the threads of a shared store until stopped."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def register(commands: Commands) -> None:
         commands, "worker", _worker,
         help="process the threads of a shared store until stopped (SIGTERM, SIGINT)",
     )  # fmt: skip
-    db_option(worker, what="a postgresql:// URL")
+    db_option(worker, what="a postgresql:// URL, or a SQLite file the app shares on this machine")
     worker.add_argument("--poll", type=float, default=1.0, help="seconds between looks (1)")
     worker.add_argument(
         "--grace", type=float, default=10.0, help="seconds to finish batches on a stop (10)"
@@ -37,10 +37,11 @@ def _worker(args: argparse.Namespace) -> int:
 
     from ..plugin import History
     from ..worker import serve
+    from .stores import must_exist
 
-    if not args.db.startswith(("postgresql://", "postgres://")):
-        # SQLite has no lock that other processes see: the app's History processes the threads.
-        raise ConfigurationError(f"a worker shares threads through PostgreSQL, not {args.db!r}")
+    if args.db == ":memory:":
+        raise ConfigurationError("a worker shares a store with other processes, not ':memory:'")
+    must_exist(args.db)  # a SQLite file the app made: not an empty store of a mistyped path
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     history = History(
         settings_of(args), store=args.db, concurrency=args.concurrency, process=False,

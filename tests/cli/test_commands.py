@@ -224,7 +224,12 @@ def test_the_command_is_installed_and_its_demo_needs_no_network_or_key(tmp_path:
     assert "Traceback" not in result.stderr
 
 
-def test_a_worker_refuses_a_sqlite_store(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "worker", "--db", db) == (
-        2, "", f"chat-outline: a worker shares threads through PostgreSQL, not '{db}'\n"
+def test_a_worker_refuses_a_store_it_cannot_share(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "worker", "--db", ":memory:") == (
+        2, "", "chat-outline: a worker shares a store with other processes, not ':memory:'\n"
     )  # fmt: skip
+    missing = tmp_path / "typo.sqlite"
+    code, out, err = run(capsys, "worker", "--db", missing)
+    assert (code, out) == (2, "") and "no store at" in err and not missing.exists()

@@ -1,4 +1,5 @@
-"""Workers sharing one PostgreSQL store: real processes, compared with a single in-process run."""
+"""Workers sharing one store (a PostgreSQL schema, or a SQLite file on one machine): real
+processes, compared with a single in-process run."""
 
 from __future__ import annotations
 
@@ -36,10 +37,22 @@ THREADS = ("alpha", "Alpha", "beta", "B", "émile", "zeta", "😀 room", "a b", 
            "m10", "m2", "_x", "ÿ", "ann")  # fmt: skip
 
 
-@pytest.fixture
-def shared() -> Iterator[str]:
+@pytest.fixture(params=["postgresql", "sqlite"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A PostgreSQL schema, or a SQLite file on this machine made by the app (its schema
+    written, no thread in it yet): a worker takes no path that holds no store."""
+    if request.param == "sqlite":
+        path = tmp_path / "shared.sqlite"
+        anyio.run(made, str(path))
+        yield str(path)
+        return
     with postgres_schema() as url:
         yield url
+
+
+async def made(path: str) -> None:
+    async with History(SETTINGS, store=path, process=False):
+        pass
 
 
 def store_in(url: str, path: Path, log: Path) -> None:
@@ -54,8 +67,9 @@ def test_four_workers_process_every_thread_once_as_a_single_run_would(
     messages = conversations(THREADS, 24)
     parts = [write_jsonl(tmp_path / f"part{k}.jsonl", messages[k::3]) for k in range(3)]
     logs = [tmp_path / f"worker{k}.log" for k in range(4)]
-    # The workers start together on an empty database, and race to create the tables. Each
-    # takes two threads at a time, so the threads spread over the workers.
+    # The workers start together on a store with no thread yet (on PostgreSQL, an empty
+    # database: they race to create the tables). Each takes two threads at a time, so the
+    # threads spread over the workers.
     workers = [worker(shared, log, "--threads", "2") for log in logs]
     try:
         for process, log in zip(workers, logs, strict=True):
