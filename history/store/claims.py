@@ -90,12 +90,13 @@ class Claims:
         self._held.add(thread)  # before waiting: a claim of it meanwhile is refused
         try:
             claim = await self._database.run(lambda tx: self._take(tx, thread), mode="write")
-        except BaseException:
+        except BaseException as exc:
             self._held.discard(thread)
-            # Cancelled (a History leaving) after the take may have committed its row: give it
-            # up, or the thread would wait a whole lease for the next open of this store.
-            with anyio.move_on_after(GIVE_UP, shield=True):
-                await self._release(thread)
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                # Cancelled (a History leaving), the take may have committed its row all the
+                # same: give it up, or the thread would wait a whole lease for the next open.
+                with anyio.move_on_after(GIVE_UP, shield=True):
+                    await self._release(thread)
             raise
         if not claim:
             self._held.discard(thread)
