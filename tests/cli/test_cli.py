@@ -179,10 +179,11 @@ def test_the_store_variable_names_the_store_of_every_command(
             (tmp_path / "x.jsonl").write_text(run(capsys, "export", "--out", "-")[1])
         code, _, err = run(capsys, *argv)
         assert code == 0, (argv, err)
+    missing = tmp_path / "missing.sqlite"  # the worker names the variable's store (and runs
+    monkeypatch.setenv("CHAT_OUTLINE_DB", str(missing))  # until stopped on one that is there)
     code, _, err = run(capsys, "worker")
-    assert (code, err) == (
-        2, f"chat-outline: a worker shares threads through PostgreSQL, not '{store}'\n"
-    )  # fmt: skip
+    assert code == 2 and f"no store at '{missing}'" in err and not missing.exists()
+    monkeypatch.setenv("CHAT_OUTLINE_DB", str(store))
     assert run(capsys, "threads", "--db", tmp_path / "other.sqlite")[0] == 2  # --db wins
     assert run(capsys, "erase", "t")[0] == 0
     assert as_json(capsys, "threads")["threads"] == []
