@@ -107,6 +107,10 @@ async def plugin_rate(messages: Sequence[Message], where: str | Path) -> float:
         return len(messages) / (time.perf_counter() - started)
 
 
+Indexed = tuple[tuple[Any, ...], tuple[Any, ...]]
+"""A message's search row and its pending row, as parameters."""
+
+
 @dataclass(frozen=True)
 class Rows:
     """What the plugin writes for each message, as a raw writer would insert it: the message
@@ -115,8 +119,7 @@ class Rows:
 
     threads: list[str]
     messages: list[tuple[Any, ...]]
-    search: list[tuple[Any, ...] | None]
-    pending: list[tuple[Any, ...] | None]
+    indexed: list[Indexed | None]
     due: list[str | None]
     """The thread whose postings are written after each message: once they are due
     (`writes.due`), as the store writes them."""
@@ -124,22 +127,18 @@ class Rows:
     def part(self, start: int, stop: int) -> Rows:
         return Rows(
             threads=self.threads[start:stop], messages=self.messages[start:stop],
-            search=self.search[start:stop], pending=self.pending[start:stop],
-            due=self.due[start:stop],
+            indexed=self.indexed[start:stop], due=self.due[start:stop],
         )  # fmt: skip
 
     def writes(self) -> Iterator[tuple[tuple[Any, ...], Indexed | None, str | None]]:
         """Each message's row, its search and pending rows, and the thread whose postings are
         due."""
-        indexed = (
-            None if s is None or p is None else (s, p)
-            for s, p in zip(self.search, self.pending, strict=True)
-        )
-        return zip(self.messages, indexed, self.due, strict=True)
+        return zip(self.messages, self.indexed, self.due, strict=True)
 
-    def indexed(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    def index_rows(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """Every search row, and every pending row."""
-        return [r for r in self.search if r is not None], [r for r in self.pending if r is not None]
+        found = [r for r in self.indexed if r is not None]
+        return [r[0] for r in found], [r[1] for r in found]
 
 
 def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
@@ -152,7 +151,7 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
     seqs: dict[str, int] = {}
     indexes: dict[str, int] = {}
     steps: dict[tuple[str, str], int] = {}
-    out = Rows(threads=[], messages=[], search=[], pending=[], due=[])
+    out = Rows(threads=[], messages=[], indexed=[], due=[])
     waiting: dict[str, tuple[int, int]] = {}  # each thread's messages and terms waiting
     for m in messages:
         seq = seqs[m.thread] = seqs.get(m.thread, -1) + 1
@@ -168,8 +167,9 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
         out.threads.append(m.thread)
         out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
         found = rows.stored_search_rows([stored], terms.DEFAULT_LANGUAGE)
-        out.search.append(insert_search.args(found[0]) if found else None)
-        out.pending.append(insert_pending.args(found[0]) if found else None)
+        out.indexed.append(
+            (insert_search.args(found[0]), insert_pending.args(found[0])) if found else None
+        )
         count, held = waiting.get(m.thread, (0, 0))
         waiting[m.thread] = (count + bool(found), held + (found[0]["length"] if found else 0))
         posts = writes.due(seq + 1, *waiting[m.thread])
@@ -190,8 +190,6 @@ _RAW = (
 )  # fmt: skip
 """What a raw writer runs: a message, its search row and its waiting words, a thread's terms,
 postings, mark and the words it no longer keeps."""
-Indexed = tuple[tuple[Any, ...], tuple[Any, ...]]
-"""A message's search row and its pending row, as parameters."""
 
 
 async def _schema(where: str) -> None:
@@ -248,7 +246,7 @@ async def batched_rate(prepared: Rows, path: Path) -> float:
     started = time.perf_counter()
     db.execute("BEGIN IMMEDIATE")
     db.executemany(insert, prepared.messages)
-    searched, waiting = prepared.indexed()
+    searched, waiting = prepared.index_rows()
     db.executemany(index, searched)
     db.executemany(wait, waiting)
     for thread in set(prepared.threads):
@@ -323,7 +321,7 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
         started = time.perf_counter()
         async with db.transaction():
             await db.executemany(insert, parts[2].messages)
-            searched, waiting = parts[2].indexed()
+            searched, waiting = parts[2].index_rows()
             await db.executemany(index, searched)
             await db.executemany(wait, waiting)
             for thread in set(parts[2].threads):
