@@ -106,6 +106,19 @@ CROSS JOIN LATERAL (
 ) AS s
 ORDER BY t.level DESC, t.idx DESC;
 
+-- name: search_together
+SELECT t.idx FROM unnest(:terms::text[]) AS k (term)
+CROSS JOIN LATERAL (
+    SELECT id FROM search_word
+    WHERE thread = :thread AND agent = :agent AND stem = k.term LIMIT 1
+) AS w
+CROSS JOIN LATERAL (
+    SELECT idx FROM search_term WHERE word = w.id AND line = FALSE AND level = 0
+    ORDER BY idx DESC LIMIT :cap
+) AS t
+GROUP BY t.idx HAVING count(*) >= 2
+ORDER BY t.idx DESC LIMIT :limit;
+
 -- name: search_held
 SELECT w.stem AS term, t.line, t.level, t.idx, t.n
 FROM unnest(:key_terms::text[], :key_lines::boolean[], :key_levels::integer[],

@@ -396,6 +396,19 @@ CROSS JOIN search AS s ON s.thread = :thread AND s.agent = :agent
 WHERE w.thread = :thread AND w.agent = :agent AND w.stem = :term
 ORDER BY t.level DESC, t.idx DESC LIMIT :cap;
 
+-- name: search_together
+-- Search: one agent's messages that hold two or more of its terms (a JSON list), among each
+-- term's newest `:cap` postings, newest first, up to `:limit`: the candidates a query of common
+-- terms finds by holding them together, however old. Each term reads a range of `search_term`'s
+-- key from its `:cap`th newest posting on, so the read is bounded.
+SELECT t.idx FROM json_each(:terms) AS k
+CROSS JOIN search_word AS w ON w.thread = :thread AND w.agent = :agent AND w.stem = k.value
+CROSS JOIN search_term AS t ON t.word = w.id AND t.line = 0 AND t.level = 0
+    AND t.idx >= coalesce((SELECT idx FROM search_term WHERE word = w.id AND line = 0
+                           AND level = 0 ORDER BY idx DESC LIMIT 1 OFFSET :cap - 1), 0)
+GROUP BY t.idx HAVING count(*) >= 2
+ORDER BY t.idx DESC LIMIT :limit;
+
 -- name: search_held
 -- Search: how often one agent's rows hold its terms, by key (a JSON list of [term, line,
 -- level, idx]; a row that does not hold its term is left out).

@@ -226,6 +226,17 @@ PLANNED: dict[str, Planned] = {
     "search newest": _planned(
         "search_newest", ("word", "line"), thread="t", agent="", term="venue", line=False, cap=9
     ),
+    "search together": _planned(
+        "search_together",
+        ("word", "line", "level"),
+        sorts=True,
+        terms='["venue", "plan"]',
+        arrays={"terms": ["venue", "plan"]},
+        thread="t",
+        agent="",
+        cap=50,
+        limit=9,
+    ),
     "search held": _planned(
         "search_held",
         ("word", "line", "level", "idx"),

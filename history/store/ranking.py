@@ -13,11 +13,14 @@ PostgreSQL return the same hits in the same order:
 - A line scores by BM25 among the thread's lines, divided by the best line's: up to 1.
 - The candidates are the rows holding a query stem; of a stem that more than `CANDIDATES`
   messages (or lines) hold, only the newest of them (lines from the highest level down), with
-  its rarity taken from how many hold it and its counts read for every candidate. So a search
-  reads a bounded number of rows however long the thread grows, and is exact until a stem is
-  that common. How many rows hold a stem is counted exactly up to `COUNTED`; of a stem more
-  hold, it is estimated from how far into the thread's rows the one after its `COUNTED`th is
-  (`estimate`), so that counting too reads a bounded number of rows.
+  its rarity taken from how many hold it and its counts read for every candidate; and, of two
+  or more such stems, the newest `CANDIDATES` messages holding two of them or more, among each
+  stem's newest `COUNTED` (so "the invoice number" is found however old, where "invoice" and
+  "number" are each in hundreds of newer messages). So a search reads a bounded number of rows
+  however long the thread grows, and is exact until a stem is that common. How many rows hold
+  a stem is counted exactly up to `COUNTED`; of a stem more hold, it is estimated from how far
+  into the thread's rows the one after its `COUNTED`th is (`estimate`), so that counting too
+  reads a bounded number of rows.
 - Better scores first, then the newest, then the lower level, the lower index, messages first.
   A line is listed only when it holds a query stem that no hit listed before it holds (so a
   line never comes with an ancestor or a message that says the same), one hit per label, and
@@ -94,6 +97,12 @@ class Reads(Protocol):
     ) -> Sequence[Sequence[Any]]:
         """What `postings` reads, for one term among messages or lines: its newest `cap`
         postings only (lines from the highest level down)."""
+
+    async def together(
+        self, agent: str, terms: Sequence[str], *, cap: int, limit: int
+    ) -> Sequence[int]:
+        """The indexes of the agent's messages holding two or more of `terms`, among each
+        term's newest `cap` postings, newest first, up to `limit`."""
 
     async def held(self, agent: str, keys: Sequence[tuple[str, bool, int, int]]) -> Rows:
         """`term, line, level, idx, n` of the agent's postings at `keys` (term, line, level,
@@ -237,6 +246,12 @@ async def _gather(
         key = (agent, line, level, index)
         counts.setdefault(key, {})[term] = n
         places[key] = (length, at)
+    # Messages holding common stems together are candidates too, however old: a question's
+    # words are each in many messages, and together in the one it asks about.
+    common = sorted(t for t, line in frequent if not line)
+    if len(common) >= 2:
+        for index in await reads.together(agent, common, cap=COUNTED, limit=CANDIDATES):
+            counts.setdefault((agent, False, 0, index), {})
     held = {(line, t): n for (t, line), n in sizes.items()}
     return {(line, t) for t, line in frequent}, held, waiting
 

@@ -38,6 +38,15 @@ class SearchReads:
         )
         return _columns(found, "term", "line", "level", "idx", "n", "length", "at")
 
+    async def together(
+        self, agent: str, terms: Sequence[str], *, cap: int, limit: int
+    ) -> list[int]:
+        found = await self.tx.fetch(
+            "search_together", thread=self.thread, agent=agent, terms=list(terms), cap=cap,
+            limit=limit,
+        )  # fmt: skip
+        return [r["idx"] for r in found]
+
     async def held(
         self, agent: str, keys: Sequence[tuple[str, bool, int, int]]
     ) -> list[tuple[Any, ...]]:

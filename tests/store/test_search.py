@@ -242,6 +242,22 @@ async def test_of_a_frequent_word_only_the_newest_rows_are_candidates(
     assert len(newest) < 10
 
 
+@pytest.mark.slow
+async def test_messages_holding_frequent_words_together_are_candidates_however_old(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for k in range(80):  # the postings of the first 64 written, the newest waiting
+        word = "venue" if k % 2 else "budget"
+        text = "the invoice number is 4471" if k == 3 else f"the {word} number {k}"
+        await processed(store, message(k, text))
+    for k in range(80, 90):
+        await processed(store, message(k, f"the invoice {k}"))
+    monkeypatch.setattr(ranking, "CANDIDATES", 4)
+    hits = await store.search("t", "what was the invoice number?", 10)
+    # Each word is in more messages than are candidates, and only an old one holds both.
+    assert ("t-3", ("invoice", "number")) in [(h.message, h.terms) for h in hits]
+
+
 async def test_search_reads_one_threads_rows(store: Store) -> None:
     await processed(store, message(0, "the venue is booked"))
     for k in range(3):
