@@ -163,11 +163,17 @@ WHERE s.thread = :thread
 ON CONFLICT (thread, agent, stem) DO NOTHING;
 
 -- name: post_search
--- The postings of the thread's unposted rows, in the order of `search_term`'s key.
+-- The postings of the thread's unposted rows, in the order of `search_term`'s key. Each term's
+-- number is looked up by its key (LATERAL): joined as a table, search_word without statistics
+-- was planned as the outer loop, and each row's terms were unnested again for every word (a
+-- few long messages took minutes).
 INSERT INTO search_term (word, line, level, idx, n)
 SELECT w.id, s.line, s.level, s.idx, count(*)
 FROM search_pending AS s CROSS JOIN search_terms(s.words) AS t
-JOIN search_word AS w ON w.thread = s.thread AND w.agent = s.agent AND w.stem = t
+CROSS JOIN LATERAL (
+    SELECT id FROM search_word
+    WHERE thread = s.thread AND agent = s.agent AND stem = t LIMIT 1
+) AS w
 WHERE s.thread = :thread
 GROUP BY w.id, s.line, s.level, s.idx ORDER BY w.id, s.line, s.level, s.idx;
 
