@@ -23,11 +23,10 @@ from pydantic_ai.models import Model
 
 from ._checks import argument_text
 from .asking import request
-from .batch import process_one
 from .contract import Ask, Outline, Reply, Stored, Task
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .generations import carried
-from .lane import BATCH
+from .lane import BATCH, process_one
 from .pins import Replay, model_key, pinned
 from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, built_with, recorded
