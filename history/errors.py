@@ -31,8 +31,8 @@ Exception
  ├── _Stale               (lane; store.sql) the outline moved under a commit: it is redone
  ├── Stale                (store.changes) the outline moved since a rename or re-summary was
  │                        made from it: the change is not written (`Store.change` is False)
- └── _Raised              (asking) a BaseException a reply raised of its own, carried to its
-                          caller as an ordinary failure
+ └── _Raised              (summarizer) a BaseException a reply raised of its own, carried to
+                          its caller as an ordinary failure
 """
 
 from __future__ import annotations

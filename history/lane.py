@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 import anyio
 from anyio.abc import TaskGroup
 
-from .asking import Asker, Counters, Memory, describe
 from .contract import Ask, Outline, Stored, Summary, Task
 from .errors import ConfigurationError, StoreError
 from .generations import named_change
@@ -44,7 +43,7 @@ from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, recorded
 from .spaces import space_of
 from .store import Store
-from .summarizer import AskFn, write
+from .summarizer import Asker, AskFn, Counters, Memory, describe, write
 
 log = logging.getLogger(__name__)
 

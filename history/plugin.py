@@ -28,7 +28,6 @@ from anyio.abc import TaskGroup
 from ._checks import argument_text, optional_argument_text, optional_text, space_name, whole
 from .adopting import Recorded
 from .again import Again
-from .asking import Asker, Counters
 from .breaker import OPEN_AFTER, Health, WhenDown
 from .contract import Message, Outline, Stored
 from .errors import (
@@ -51,6 +50,8 @@ from .settings import HistorySettings
 from .spaces import unplaced_in
 from .store import Store, default_store, open_store
 from .summarizer import (
+    Asker,
+    Counters,
     Deferred,
     Down,
     Summarizer,

@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from pydantic_ai.models import Model
 
 from ._checks import argument_text
-from .asking import request
 from .contract import Ask, Outline, Reply, Stored, Task
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .generations import carried
@@ -39,6 +38,7 @@ from .summarizer import (
     Scripted,
     Summarizer,
     checked_summarizer,
+    request,
     summarizer_for,
     summarizer_key,
 )

@@ -122,7 +122,7 @@ FLOORS = (
               "history.generated")),
     ("processors", ("history.processors",)),
     ("store", ("history.store",)),
-    ("plugin", ("history.summarizer", "history.breaker", "history.asking", "history.plugin",
+    ("plugin", ("history.summarizer", "history.breaker", "history.plugin",
                 "history.lane", "history.pins", "history.rebuilding", "history.carry",
                 "history._carry_lines", "history.metering", "history.spaces", "history.worker",
                 "history.retracting", "history.names", "history.generations", "history.renaming",
