@@ -2,7 +2,6 @@
 
 import typing
 
-from .asking import Counters
 from .breaker import Health
 from .contract import Ask, File, Hit, Message, Outline, Reply, Stored, Summary, Task
 from .errors import (
@@ -23,7 +22,7 @@ from .errors import (
 from .metering import ThreadUsage, Usage
 from .settings import HistorySettings, settings_from_env
 from .store import Store, open_store
-from .summarizer import Echo, Scripted, Summarizer
+from .summarizer import Counters, Echo, Scripted, Summarizer
 
 __version__ = "0.1.0"
 

@@ -22,12 +22,11 @@ import logging
 import anyio
 from anyio.abc import TaskGroup
 
-from .asking import Counters, describe
 from .breaker import Breaker
 from .reconsolidating import reconsolidate
 from .settings import HistorySettings
 from .store import Store
-from .summarizer import Summarizer
+from .summarizer import Counters, Summarizer, describe
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 
 OPEN_AFTER = 6
 """Summarizer failures in a row, across threads, that open the breaker: one more than an ask
-may fail before its line falls back (`asking.FAILED_ASKS_BEFORE_FALLBACK`), so that one request
-that keeps failing while the others are answered does not open it alone, and a summarizer that
-fails everything opens it with the next ask."""
+may fail before its line falls back (`summarizer.FAILED_ASKS_BEFORE_FALLBACK`), so that one
+request that keeps failing while the others are answered does not open it alone, and a
+summarizer that fails everything opens it with the next ask."""
 FIRST_COOL_DOWN = 1.0
 """Seconds after opening before the first probe."""
 LONGEST_COOL_DOWN = 60.0

@@ -28,11 +28,11 @@ they are control flow, not failures):
 Exception
  ├── Vanished             (processing) a message the outline names is gone: the thread was
  │                        erased under the batch, which is dropped
- ├── _Stale               (batch; store.sql) the outline moved under a commit: it is redone
+ ├── _Stale               (lane; store.sql) the outline moved under a commit: it is redone
  ├── Stale                (store.changes) the outline moved since a rename or re-summary was
  │                        made from it: the change is not written (`Store.change` is False)
- └── _Raised              (asking) a BaseException a reply raised of its own, carried to its
-                          caller as an ordinary failure
+ └── _Raised              (summarizer) a BaseException a reply raised of its own, carried to
+                          its caller as an ordinary failure
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
         await history.wait()                      # until everything handed over is processed
 
 Each thread is processed by one task at a time, in `seq` order; different threads at the same
-time. Messages that only join a thread's tail are committed together (see `_linger`).
+time. Messages that only join a thread's tail are committed together (`history.lane`).
 Summarizer calls are bounded by a capacity limiter and a timeout, and are never made with a
 transaction open. A batch that fails commits nothing and is retried after a pause, which doubles
 with each failure of the same request and starts over with the next one; what a summarizer or
@@ -28,8 +28,6 @@ from anyio.abc import TaskGroup
 from ._checks import argument_text, optional_argument_text, optional_text, space_name, whole
 from .adopting import Recorded
 from .again import Again
-from .asking import Asker, Counters
-from .batch import AskListener, Runner
 from .breaker import OPEN_AFTER, Health, WhenDown
 from .contract import Message, Outline, Stored
 from .errors import (
@@ -41,7 +39,7 @@ from .errors import (
     SummarizerError,
     UnpinnedError,
 )
-from .lane import LINGER, STORE_CLOSE, Lane, Lanes, Lookouts
+from .lane import STORE_CLOSE, AskListener, Lane, Lanes, Lookouts, Runner
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
@@ -52,6 +50,8 @@ from .settings import HistorySettings
 from .spaces import unplaced_in
 from .store import Store, default_store, open_store
 from .summarizer import (
+    Asker,
+    Counters,
     Deferred,
     Down,
     Summarizer,
@@ -163,8 +163,6 @@ class History:
         self._processing = process
         self._refused: set[str] = set()
         """Threads whose processing a replay refused, until they are processed."""
-        self._hurry = 0
-        """Callers of `wait` (and a closing block): no thread waits for more messages."""
         self._recorded = Recorded(settings, adopt=adopt_settings)
         self._lookouts = Lookouts()
         self._again = Again(
@@ -195,7 +193,7 @@ class History:
         assert self._stack is not None
         self._lookouts.leaving.set()
         if kind is None:
-            self._hasten()  # what waits is committed before the block ends
+            self._lanes.hasten()  # what waits is committed before the block ends
         stopped: BaseException | None = None
         if self._group is not None:
             try:
@@ -304,12 +302,9 @@ class History:
         """Wait until every message handed over so far is processed (with `process`), and
         every thread `catch_up` took."""
         self._open()
-        self._hasten()
-        try:
+        with self._lanes.hastened():
             while self._lanes.busy:
                 await self._lanes.idle.wait()
-        finally:
-            self._hurry -= 1
 
     async def settled(self, thread: str, seq: int) -> None:
         """Wait until `thread` is processed up to its message `seq` (by this process or a
@@ -320,8 +315,8 @@ class History:
         whole("seq", seq, low=-1)
         pause = 0.01
         while (outline := await self.store.outline(thread)) is not None and outline.position < seq:
-            if self._lanes.running(thread) and (nudge := self._lanes.get(thread).nudge):
-                nudge.set()
+            if self._lanes.running(thread):
+                self._lanes.get(thread).hasten()
             await anyio.sleep(pause)
             pause = min(pause * 2, 0.2)
 
@@ -436,30 +431,10 @@ class History:
             raise ClosedError("History is not open: use it inside `async with History(...)`")
         return self._group
 
-    async def _linger(self, lane: Lane) -> None:
-        """Wait a moment for the thread's next message, so that a run of messages that only
-        join its tail is committed once; not while the app waits for its threads, nor for a
-        thread whose messages this process did not store (a worker's: none would wake it)."""
-        if self._hurry or lane.newest is None:
-            return
-        nudge = lane.nudge = anyio.Event()
-        with anyio.move_on_after(LINGER):
-            await nudge.wait()
-        lane.nudge = None
-
-    def _hasten(self) -> None:
-        """End every thread's wait for more messages: what waits is committed now."""
-        self._hurry += 1
-        for lane in self._lanes:
-            if lane.nudge is not None:
-                lane.nudge.set()
-
     def _schedule(self, thread: str, group: TaskGroup | None = None) -> None:
         lane = self._lanes.get(thread)
         if lane.running:
-            lane.dirty = True
-            if lane.nudge is not None:
-                lane.nudge.set()
+            lane.came()
             return
         self._lanes.start(lane)
         (group or self._open()).start_soon(self._work, lane, name=f"history:{thread}")
@@ -468,9 +443,9 @@ class History:
         thread, failures = lane.thread, 0
         try:
             while True:
-                lane.dirty = False
+                lane.looking()
                 try:
-                    if not await self._runner.catch_up(lane, self._linger):
+                    if not await self._runner.catch_up(lane, self._lanes.linger):
                         self._lookouts.watch(thread, self._open(), self.store.lease, self._schedule)
                 except UnpinnedError as exc:
                     # Asking again cannot help: the thread waits until the app allows calls.
@@ -501,8 +476,7 @@ class History:
                     with anyio.move_on_after(0 if lane.hurried else pause):
                         await wake.wait()
                     lane.hurried = False
-                    lane.dirty = True
-                    continue
+                    continue  # the loop looks again
                 failures = 0
                 self._refused.discard(thread)
                 if lane.fallbacks:

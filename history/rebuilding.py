@@ -22,12 +22,10 @@ from dataclasses import dataclass, replace
 from pydantic_ai.models import Model
 
 from ._checks import argument_text
-from .asking import request
-from .batch import process_one
 from .contract import Ask, Outline, Reply, Stored, Task
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
 from .generations import carried
-from .lane import BATCH
+from .lane import BATCH, process_one
 from .pins import Replay, model_key, pinned
 from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, built_with, recorded
@@ -40,6 +38,7 @@ from .summarizer import (
     Scripted,
     Summarizer,
     checked_summarizer,
+    request,
     summarizer_for,
     summarizer_key,
 )

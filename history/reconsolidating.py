@@ -11,7 +11,6 @@ from typing import Literal, NotRequired, TypedDict, Unpack
 
 import anyio
 
-from .asking import request
 from .contract import Ask, Outline, Reply, Task
 from .errors import ConflictError, InputError, SummarizerError
 from .generated import Generation
@@ -22,7 +21,14 @@ from .pins import model_key
 from .processors.summarize import leaf_task, merge_task
 from .settings import HistorySettings
 from .store import Store, changes
-from .summarizer import Summarizer, checked_summarizer, summarizer_for, summarizer_key, write
+from .summarizer import (
+    Summarizer,
+    checked_summarizer,
+    request,
+    summarizer_for,
+    summarizer_key,
+    write,
+)
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from .output import print_json
 from .stores import must_exist, opened
 
 if TYPE_CHECKING:
-    from ..asking import Persistent
     from ..settings import HistorySettings
+    from ..summarizer import Persistent
 
 CALL_TIMEOUT = 60.0
 """Seconds one model request may take."""
@@ -127,8 +127,7 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
 def persistent(settings: HistorySettings, max_failures: int) -> Persistent | None:
     """The model `settings` names, asked again after a transient failure (`--max-failures`),
     resolved (its key read) only when a call is needed; None for an offline summarizer."""
-    from ..asking import Persistent
-    from ..summarizer import OFFLINE, summarizer_for
+    from ..summarizer import OFFLINE, Persistent, summarizer_for
 
     if settings.summarizer in OFFLINE:
         return None

@@ -18,8 +18,8 @@ from ..errors import ConfigurationError
 from ..generated import Generation, Name
 from .changes import Change
 from .claims import Claim
-from .moves import Move
 from .records import Loaded, ThreadRecords
+from .writes import Move
 
 
 class Store(Protocol):

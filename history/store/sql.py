@@ -43,18 +43,20 @@ from ..generated import Generation, Name
 from . import changes, ranking, records, rows
 from .adapter import Body, Database, Transaction
 from .claims import LEASE, Claim, Claims
-from .moves import Move, move_from_row, move_row
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
 from .rows import Row
 from .searching import SearchReads
 from .writes import (
+    Move,
     apply,
     foreign,
     index,
     index_lines,
     index_thread,
     insert_calls,
+    move_from_row,
+    move_row,
     post,
     thread_records,
 )

@@ -1,5 +1,11 @@
-"""Transaction bodies that several store methods share: indexing for search, and a thread's
-records read for an export and written by a load.
+"""What a write transaction writes besides its own statements, shared by the store's methods:
+a commit's move and calls, the search rows of what it indexes and their postings, and a
+thread's records read for an export and written by a load.
+
+A move is one row per commit that changed a thread's lines (`collections/move.sql`), so the
+viewer can draw the thread's tail and outline over time without replaying it: between two
+moves the outline stays as it is and the tail only grows by the messages' weights, so a move
+and the weights after it give the tail at every message.
 
 The pure part of a load, `records.plan`, decides; these read and write what it needs, over any
 dialect's `Transaction`. A load holds each thread's lock (the one `add` and `erase` take) and its
@@ -12,8 +18,9 @@ the postings of what is indexed are written in batches (`post`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from ..contract import Summary
+from ..contract import Outline, Summary
 from . import records, rows
 from .adapter import Transaction
 from .kept import generation_from_row, name_from_row
@@ -67,6 +74,59 @@ async def insert_calls(tx: Transaction, calls: Sequence[Params]) -> None:
     models = {c["model_key"]: c for c in calls}
     await tx.executemany("insert_call_model", list(models.values()))
     await tx.executemany("insert_call", calls)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Move:
+    """A commit that changed a thread's lines, and the outline and tail it left."""
+
+    seq: int
+    """The message whose processing made it."""
+    cut: bool
+    """Messages left the tail (the outline grew at its end)."""
+    folded: bool
+    """Lines of the outline merged into their parents (its earlier bytes changed)."""
+    from_boundary: int
+    """The outline's boundary before it: 0 when the thread was recorded from its start."""
+    boundary: int
+    lines: int
+    bytes: int
+    """The outline's size after it."""
+    tail_start: int
+    """The seq of the tail's oldest message after it."""
+    tokens: int
+    """The tail's weight after it."""
+
+
+def move_row(before: Outline, after: Outline) -> Params:
+    """The row of a commit from `before` to `after` that changed the lines."""
+    added = after.boundary - before.boundary
+    return {
+        "thread": after.thread,
+        "seq": after.position,
+        "cut": after.tail_start != before.tail_start,
+        "folded": len(after.lines) < len(before.lines) + added,
+        "from_boundary": before.boundary,
+        "boundary": after.boundary,
+        "lines": len(after.lines),
+        "bytes": after.bytes,
+        "tail_start": after.tail_start,
+        "tokens": after.tokens,
+    }
+
+
+def move_from_row(row: Row) -> Move:
+    return Move(
+        seq=row["seq"],
+        cut=bool(row["cut"]),
+        folded=bool(row["folded"]),
+        from_boundary=row["from_boundary"],
+        boundary=row["boundary"],
+        lines=row["lines"],
+        bytes=row["bytes"],
+        tail_start=row["tail_start"],
+        tokens=row["tokens"],
+    )
 
 
 async def post(tx: Transaction, thread: str, *, length: int | None = None) -> None:

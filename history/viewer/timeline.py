@@ -1,6 +1,6 @@
 """A thread over time: at each message, the tail's tokens and the outline's bytes as processing
 left them, and where the prompt's start moved (each cut and fold), from the store's moves
-(`history.store.moves`) and the messages' weights between them."""
+(`Store.moves`) and the messages' weights between them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import NotFoundError
 from ..store import Store
-from ..store.moves import Move
+from ..store.writes import Move
 
 WIDTH = 1000
 """The chart's width in its own units (it is drawn as wide as the page)."""

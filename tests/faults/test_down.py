@@ -83,8 +83,8 @@ def test_failures_that_waiting_will_not_mend_are_told_apart() -> None:
         UserError,
     )
 
-    from history.asking import permanent
     from history.errors import ConfigurationError
+    from history.summarizer import permanent
 
     for status in (400, 401, 403, 404, 422):
         assert permanent(ModelHTTPError(status_code=status, model_name="m"))

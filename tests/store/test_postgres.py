@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from history import History, HistorySettings, StoreError, plugin
+from history import History, HistorySettings, StoreError, lane
 from history.contract import Ask
-from history.lane import Lane
+from history.lane import Lane, Lanes
 from history.store import open_store
 from history.store.postgres import PostgresStore
 from history.store.rows import MIGRATIONS
@@ -166,13 +166,13 @@ async def test_a_message_another_process_stores_while_a_thread_waits_is_processe
 ) -> None:
     # The thread's last message only joined its tail: its process holds the claim while it
     # waits a moment for more, so another process's message for it is left to it, not lost.
-    monkeypatch.setattr(plugin, "LINGER", 0.5)
+    monkeypatch.setattr(lane, "LINGER", 0.5)
     waiting, done = anyio.Event(), anyio.Event()
-    linger = History._linger
+    linger = Lanes.linger
 
-    async def told(self: History, lane: Lane) -> None:
+    async def told(self: Lanes, held: Lane) -> None:
         waiting.set()
-        await linger(self, lane)
+        await linger(self, held)
 
     class Committing(PostgresStore):
         async def commit(self, *args: Any, **kwargs: Any) -> bool:
@@ -181,7 +181,7 @@ async def test_a_message_another_process_stores_while_a_thread_waits_is_processe
                 done.set()
             return saved
 
-    monkeypatch.setattr(History, "_linger", told)
+    monkeypatch.setattr(Lanes, "linger", told)
     quiet = HistorySettings(summarizer="echo", tail=(4_000, 8_000))
     async with (
         History(quiet, store=Committing(url)) as one,

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from history import History, HistorySettings, batch, lane, plugin
+from history import History, HistorySettings, lane
 from history.contract import Ask, Message, Outline, Stored, Summary
 from history.errors import StoreError
 from history.store import Store
@@ -143,8 +143,8 @@ QUIET = HistorySettings(summarizer="scripted", tail=(4_000, 8_000))
 async def test_messages_handed_over_one_by_one_are_committed_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(batch, "TOGETHER", 5)
-    monkeypatch.setattr(plugin, "LINGER", 60.0)  # however slow the machine, until `wait`
+    monkeypatch.setattr(lane, "TOGETHER", 5)
+    monkeypatch.setattr(lane, "LINGER", 60.0)  # however slow the machine, until `wait`
     store = Counting(str(tmp_path / "h.sqlite"))
     async with History(QUIET, store=store, pause=0.0) as history:
         for m in MESSAGES:
@@ -160,7 +160,7 @@ async def test_messages_handed_over_one_by_one_are_committed_together(
 async def test_a_quiet_thread_commits_what_waits_after_a_moment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plugin, "LINGER", 0.5)
+    monkeypatch.setattr(lane, "LINGER", 0.5)
     store = Counting(str(tmp_path / "h.sqlite"))
     async with History(QUIET, store=store, pause=0.0) as history:
         for m in MESSAGES[:3]:
@@ -174,7 +174,7 @@ async def test_a_quiet_thread_commits_what_waits_after_a_moment(
 async def test_closing_commits_what_waits_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plugin, "LINGER", 3_600.0)
+    monkeypatch.setattr(lane, "LINGER", 3_600.0)
     store = Counting(str(tmp_path / "h.sqlite"))
     with anyio.fail_after(30):
         async with History(QUIET, store=store, pause=0.0) as history:
@@ -194,7 +194,7 @@ async def test_closing_commits_what_waits_at_once(
 async def test_a_thread_whose_messages_another_process_stored_commits_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plugin, "LINGER", 3_600.0)
+    monkeypatch.setattr(lane, "LINGER", 3_600.0)
     store = Counting(str(tmp_path / "h.sqlite"))
     async with History(QUIET, store=Counting(store.url), process=False) as history:
         for m in MESSAGES:
