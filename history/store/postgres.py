@@ -35,8 +35,9 @@ from ..errors import ClosedError, StoreError
 from .adapter import Body, Mode
 from .claims import LEASE
 from .driver import DRIVER_ERRORS, quietly, store_error
+from .migrations import MIGRATIONS
 from .queries import QUERIES, Dialect, compile_named
-from .rows import MIGRATIONS, Params, Row
+from .rows import Params, Row
 from .sql import SQLStore
 
 T = TypeVar("T")

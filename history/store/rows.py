@@ -1,10 +1,9 @@
-"""Rows to data and back, by column name, for every store; and the migrations."""
+"""Rows to data and back, by column name, for every store."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import uuid
 import zlib
 from collections import deque
@@ -29,36 +28,6 @@ from ..contract import (
 )
 from ..errors import ConflictError
 from ..lines import line_of
-from .queries import COLLECTIONS, QUERIES, Dialect
-
-MIGRATIONS: tuple[tuple[str, str], ...] = (
-    ("0001_message", "message.sql"),
-    ("0002_summary", "summary.sql"),
-    ("0003_outline", "outline.sql"),
-    ("0004_call", "call.sql"),
-    ("0005_search", "search.sql"),
-    ("0006_steps", "steps.sql"),
-    ("0010_native", "native.sql"),
-    ("0011_thread", "thread.sql"),
-    ("0012_search2", "search2.sql"),
-    ("0013_search_gin", "search_gin.sql"),
-    ("0014_indexes", "indexes.sql"),
-    ("0015_search_terms", "search_terms.sql"),
-    ("0016_search_posted", "search_posted.sql"),
-    ("0017_search_keys", "search_keys.sql"),
-    ("0018_store_message", "store_message.sql"),
-    ("0019_search_corpus", "search_corpus.sql"),
-    ("0020_fallback", "fallback.sql"),
-    ("0036_move", "move.sql"),
-    ("0050_call_packed", "call_packed.sql"),
-    ("0051_search_compact", "search_compact.sql"),
-    ("0060_lease", "lease.sql"),
-    ("0065_space", "space.sql"),
-    ("0070_generations", "generations.sql"),
-    ("0075_search_pending", "search_pending.sql"),
-)
-"""Named steps, applied in order, each in its own transaction and recorded in `migration`."""
-MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text
 
 MESSAGE_COLUMNS = 'id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx'
 """A message row's columns, and a call's: for writing rows outside a store (`insert`)."""
@@ -82,39 +51,6 @@ def insert(table: str, columns: str) -> str:
     """`INSERT INTO table (columns) VALUES (?, ...)`, for writing rows outside a store (tests,
     benchmarks) in SQLite's style."""
     return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * (columns.count(',') + 1))})"
-
-
-def statements(filename: str, *, dialect: Dialect = "sqlite") -> list[str]:
-    """The SQL statements of one collection file in a dialect, comments dropped.
-
-    Where the dialects differ, a collection has a variant for PostgreSQL next to it
-    (`search.postgresql.sql` beside `search.sql`); otherwise both read the one file. A statement
-    ends with a `;` at the end of a line, except inside a body: a trigger's BEGIN ... END
-    (SQLite) or a function's `$$ ... $$` (PostgreSQL).
-    """
-    path = COLLECTIONS / filename
-    variant = path.with_suffix(f".{dialect}.sql")
-    text = (variant if variant.exists() else path).read_text(encoding="utf-8")
-    found, current = [], []
-    for line in text.splitlines():
-        if line.lstrip().startswith("--") or not line.strip():
-            continue
-        current.append(line)
-        if line.rstrip().endswith(";") and not _in_body("\n".join(current)):
-            found.append("\n".join(current).rstrip().removesuffix(";"))
-            current = []
-    if current:
-        found.append("\n".join(current))
-    return found
-
-
-def _in_body(statement: str) -> bool:
-    """Whether a statement's last `;` so far is inside a trigger's or a function's body."""
-    if statement.count("$$") % 2:
-        return True
-    upper = statement.upper()
-    trigger = upper.lstrip().startswith("CREATE TRIGGER") and re.search(r"\bBEGIN\b", upper)
-    return bool(trigger) and upper.splitlines()[-1].strip() != "END;"
 
 
 def about_from_row(row: Row) -> About:

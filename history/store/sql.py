@@ -19,7 +19,6 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -40,10 +39,9 @@ from ..contract import (
 )
 from ..errors import StoreError
 from ..generated import Generation, Name
-from . import changes, ranking, records, rows
-from .adapter import Body, Database, Transaction
+from . import changes, migrations, ranking, records, rows
+from .adapter import Database, Transaction
 from .claims import LEASE, Claim, Claims
-from .queries import Dialect
 from .records import Loaded, ThreadRecords
 from .rows import Row
 from .searching import SearchReads
@@ -113,11 +111,12 @@ class SQLStore:
 
     async def open(self) -> None:
         try:
-            if not await self._sql.connect(self._recognise):
+            if not await self._sql.connect(partial(migrations.applied, self._sql)):
                 found = await self._sql.run(lambda tx: tx.fetch("search_language"))
                 self.language = next((r["language"] for r in found), terms.DEFAULT_LANGUAGE)
                 return
-            await self._migrate()
+            await migrations.migrate(self._sql)
+            await self._sql.run(self._index, mode="write")
         except BaseException:
             # A half-open store would keep its connections (and SQLite's thread) alive.
             with anyio.CancelScope(shield=True):
@@ -130,46 +129,6 @@ class SQLStore:
                 await self._claims.close()
         finally:
             await self._sql.close()
-
-    async def _recognise(self) -> set[str]:
-        """The applied migrations; StoreError if the database is not a store, or a newer one's."""
-
-        async def read(tx: Transaction) -> set[str]:
-            if not await self._tables(tx):
-                return set()
-            return {r["name"] for r in await tx.fetch("migrations")}
-
-        done = await self._sql.run(read)
-        unknown = done - {name for name, _ in rows.MIGRATIONS}
-        if unknown:
-            raise StoreError(f"{self.url!r} was written by a newer chat-outline: {sorted(unknown)}")
-        return done
-
-    async def _tables(self, tx: Transaction) -> set[str]:
-        """The database's tables; StoreError when they are another application's."""
-        tables = {r["name"] for r in await tx.fetch("tables")}
-        if tables and "migration" not in tables:
-            raise StoreError(
-                f"{self.url!r} is not a chat-outline database (tables: {sorted(tables)})"
-            )
-        return tables
-
-    async def _migrate(self) -> None:
-        """Apply the migrations not yet recorded, each in its own transaction, then index for
-        search if need be. Each step is checked and applied under the migrations' lock, so
-        processes opening one fresh database at once apply it once."""
-
-        async def start(tx: Transaction) -> None:
-            await tx.lock_migrations()
-            await self._tables(tx)
-            await tx.execute("migration_table")
-
-        await self._sql.run(start, mode="write")
-        done = await self._recognise()
-        for name, filename in rows.MIGRATIONS:
-            if name not in done:
-                await self._sql.run(_migration(name, filename, self._sql.dialect), mode="write")
-        await self._sql.run(self._index, mode="write")
 
     async def _index(self, tx: Transaction) -> None:
         """Index every thread for search again when the index is missing or in another
@@ -612,17 +571,3 @@ def _in_order(nodes: Sequence[Summary], keys: Sequence[tuple[int, int]]) -> list
 def _keys(lines: Sequence[Entry] | Sequence[list[Any]]) -> list[tuple[int, int]]:
     """The `(level, index)` of outline lines, as entries or as the JSON the row keeps."""
     return [(line[0], line[1]) for line in lines]
-
-
-def _migration(name: str, filename: str, dialect: Dialect) -> Body[None]:
-    """The body applying one migration step, unless another process applied it meanwhile."""
-
-    async def step(tx: Transaction) -> None:
-        await tx.lock_migrations()
-        if await tx.one("migration", name=name) is not None:
-            return
-        for statement in rows.statements(filename, dialect=dialect):
-            await tx.script(statement)
-        await tx.execute("record_migration", name=name, applied=datetime.now(UTC).isoformat())
-
-    return step

@@ -30,8 +30,9 @@ from ..errors import ClosedError, StoreError
 from . import writes
 from .adapter import Body, Mode
 from .claims import LEASE
+from .migrations import MIGRATIONS
 from .queries import QUERIES, Dialect
-from .rows import MIGRATIONS, Params, Row
+from .rows import Params, Row
 from .sql import SQLStore
 
 log = logging.getLogger(__name__)

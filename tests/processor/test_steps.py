@@ -14,8 +14,7 @@ from history import History, HistorySettings, InputError, Message
 from history.carry import export, read_records
 from history.lines import line_of, node_id
 from history.rebuilding import rebuild
-from history.store import open_store
-from history.store import rows as store_rows
+from history.store import migrations, open_store
 
 from ..conftest import START, Opener, kinds, message
 
@@ -269,9 +268,9 @@ async def test_a_version_1_store_opens_and_carries_on(tmp_path: Path) -> None:
 def _version_1_store(path: Path) -> None:
     """A store as version 1 left it: two of north's steps already left the tail unlined."""
     db = sqlite3.connect(path, isolation_level=None)
-    db.execute(store_rows.MIGRATION_TABLE)
-    for name, filename in store_rows.MIGRATIONS[:5]:
-        for statement in store_rows.statements(filename):
+    db.execute(migrations.MIGRATION_TABLE)
+    for name, filename in migrations.MIGRATIONS[:5]:
+        for statement in migrations.statements(filename):
             db.execute(statement)
         db.execute("INSERT INTO migration VALUES (?, ?)", (name, "2026-11-01T00:00:00+00:00"))
     at = [(START + timedelta(minutes=n)).isoformat() for n in range(4)]

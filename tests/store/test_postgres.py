@@ -14,8 +14,8 @@ from history import History, HistorySettings, StoreError, lane
 from history.contract import Ask
 from history.lane import Lane, Lanes
 from history.store import open_store
+from history.store.migrations import MIGRATIONS
 from history.store.postgres import PostgresStore
-from history.store.rows import MIGRATIONS
 from history.trace import simulate, snapshot
 
 from ..conftest import message

@@ -20,7 +20,7 @@ from history import ConfigurationError, History, HistorySettings, Summary, terms
 from history.contract import Stored
 from history.lines import line_of
 from history.rebuilding import rebuild
-from history.store import Store, open_store, ranking, writes
+from history.store import Store, migrations, open_store, ranking, writes
 from history.store import rows as store_rows
 from history.store.queries import QUERIES as STATEMENTS
 
@@ -435,11 +435,11 @@ def test_a_store_whose_triggers_wrote_the_postings_is_upgraded_and_searched(
 ) -> None:
     path = tmp_path / "posted.sqlite"
     db = sqlite3.connect(path, isolation_level=None)
-    db.execute(store_rows.MIGRATION_TABLE)
-    for name, filename in store_rows.MIGRATIONS:
+    db.execute(migrations.MIGRATION_TABLE)
+    for name, filename in migrations.MIGRATIONS:
         if name == "0016_search_posted":
             break
-        for statement in store_rows.statements(filename):
+        for statement in migrations.statements(filename):
             db.execute(statement)
         db.execute("INSERT INTO migration VALUES (?, ?)", (name, "2026-11-01T00:00:00+00:00"))
     db.execute("INSERT INTO search_language VALUES ('english')")

@@ -13,7 +13,7 @@ import pytest
 
 from history import ClosedError, ConflictError, File, HistorySettings, Message, StoreError, Summary
 from history.contract import Ask, Entry, Hit, Stored
-from history.store import Store, open_store, rows
+from history.store import Store, migrations, open_store
 from history.store.records import ThreadRecords
 
 from ..chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch
@@ -79,7 +79,7 @@ def ask(thread: str, index: int, line: str) -> Ask:
 
 def test_each_dialect_reads_its_own_statements_of_a_collection() -> None:
     sqlite, postgresql = (
-        rows.statements("search.sql", dialect=d) for d in ("sqlite", "postgresql")
+        migrations.statements("search.sql", dialect=d) for d in ("sqlite", "postgresql")
     )
     assert [" ".join(s.split()[:3]) for s in sqlite] == [
         "CREATE VIRTUAL TABLE", "INSERT INTO search", "INSERT INTO search",
@@ -94,7 +94,9 @@ def test_each_dialect_reads_its_own_statements_of_a_collection() -> None:
     # Bodies are whole: a trigger's BEGIN ... END, a function's $$ ... $$.
     assert sqlite[-1].endswith("NEW.thread, 0, NEW.idx, NEW.id, NEW.at;\nEND")
     assert postgresql[5].endswith("RETURN NULL;\nEND\n$$")
-    assert rows.statements("message.sql", dialect="postgresql") == rows.statements("message.sql")
+    assert migrations.statements("message.sql", dialect="postgresql") == migrations.statements(
+        "message.sql"
+    )
 
 
 async def test_messages_get_the_threads_next_seq_and_shared_index(store: Store) -> None:
