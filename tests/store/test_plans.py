@@ -1,6 +1,6 @@
 """No statement run per message, view, zoom or search scans its thread, on either database.
 
-Each statement of `history.store.queries.PLANNED` is planned by the database itself (`EXPLAIN
+Each statement of `planned.PLANNED` is planned by the database itself (`EXPLAIN
 QUERY PLAN` on SQLite, `EXPLAIN` on PostgreSQL): a scan of a collection fails, and so does a
 lookup by the thread alone where a key is due. SQLite does not show whether it reads a max()
 from the end of an index or walks the thread for it, so the statements that take the next
@@ -22,9 +22,10 @@ import pytest
 
 from history.contract import Message
 from history.store import open_store, rows
-from history.store.queries import PLANNED, QUERIES, Planned
+from history.store.queries import QUERIES
 
 from ..stores import postgres_schema
+from .planned import PLANNED, Planned
 
 COLLECTIONS = ("message", "summary", "outline", "call", "search", "search_term")
 AT = datetime(2026, 1, 2, tzinfo=UTC)
