@@ -219,9 +219,16 @@ class ShownLine(_Line):
 
 
 CarryLine = (
-    HeaderLine | ThreadLine | MessageLine | SummaryLine | OutlineLine | CallLine | GenerationLine
-    | NameLine | ShownLine
-)  # fmt: skip
+    HeaderLine
+    | ThreadLine
+    | MessageLine
+    | SummaryLine
+    | OutlineLine
+    | CallLine
+    | GenerationLine
+    | NameLine
+    | ShownLine
+)
 CARRY_LINE: TypeAdapter[CarryLine] = TypeAdapter(Annotated[CarryLine, Field(discriminator="kind")])
 """Reads any line, told apart by its `kind`."""
 
@@ -236,19 +243,33 @@ def record_lines(records: ThreadRecords) -> list[CarryLine]:
     out += [_message_line(s, records.natives.get(s.message.id)) for s in records.messages]
     out += [
         SummaryLine(
-            thread=n.thread, agent=n.agent, level=n.level, index=n.index, text=n.text,
-            bytes=n.bytes, message=n.message, at=format_at(n.at), fallback=n.fallback,
+            thread=n.thread,
+            agent=n.agent,
+            level=n.level,
+            index=n.index,
+            text=n.text,
+            bytes=n.bytes,
+            message=n.message,
+            at=format_at(n.at),
+            fallback=n.fallback,
         )
         for n in records.summaries
-    ]  # fmt: skip
+    ]
     out += [
         GenerationLine(
-            thread=g.thread, agent=g.agent, level=g.level, index=g.index,
-            generation=g.generation, text=g.text, bytes=g.bytes, form=g.form,
-            fallback=g.fallback, made=g.made,
+            thread=g.thread,
+            agent=g.agent,
+            level=g.level,
+            index=g.index,
+            generation=g.generation,
+            text=g.text,
+            bytes=g.bytes,
+            form=g.form,
+            fallback=g.fallback,
+            made=g.made,
         )
         for g in records.generations
-    ]  # fmt: skip
+    ]
     out += [
         NameLine(thread=records.thread, scope=n.thread, author=n.author, name=n.name)
         for n in records.names
@@ -260,14 +281,21 @@ def record_lines(records: ThreadRecords) -> list[CarryLine]:
         out.append(_outline_line(records.outline))
     out += [
         CallLine(
-            thread=c.ask.thread, agent=c.ask.agent, n=c.n, model=c.model, level=c.ask.level,
+            thread=c.ask.thread,
+            agent=c.ask.agent,
+            n=c.n,
+            model=c.model,
+            level=c.ask.level,
             index=c.ask.index,
-            prompts=list(c.ask.prompts), answers=list(c.ask.answers), line=c.ask.line,
-            outcome=c.ask.outcome, input_tokens=c.ask.input_tokens,
+            prompts=list(c.ask.prompts),
+            answers=list(c.ask.answers),
+            line=c.ask.line,
+            outcome=c.ask.outcome,
+            input_tokens=c.ask.input_tokens,
             output_tokens=c.ask.output_tokens,
         )
         for c in records.calls
-    ]  # fmt: skip
+    ]
     return out
 
 
@@ -279,45 +307,73 @@ def summary_of(line: SummaryLine) -> Summary:
             field="bytes",
         )
     return Summary(
-        thread=line.thread, agent=line.agent, level=line.level, index=line.index, text=line.text,
-        bytes=line.bytes, message=line.message, at=parse_at(line.at), fallback=line.fallback,
-    )  # fmt: skip
+        thread=line.thread,
+        agent=line.agent,
+        level=line.level,
+        index=line.index,
+        text=line.text,
+        bytes=line.bytes,
+        message=line.message,
+        at=parse_at(line.at),
+        fallback=line.fallback,
+    )
 
 
 def call_of(line: CallLine) -> RecordedCall:
     """A call line as the recorded call it was exported from."""
     ask = Ask(
-        thread=line.thread, agent=line.agent, level=line.level, index=line.index,
-        prompts=tuple(line.prompts), answers=tuple(line.answers), line=line.line,
-        input_tokens=line.input_tokens, output_tokens=line.output_tokens, outcome=line.outcome,
-    )  # fmt: skip
+        thread=line.thread,
+        agent=line.agent,
+        level=line.level,
+        index=line.index,
+        prompts=tuple(line.prompts),
+        answers=tuple(line.answers),
+        line=line.line,
+        input_tokens=line.input_tokens,
+        output_tokens=line.output_tokens,
+        outcome=line.outcome,
+    )
     return RecordedCall(model=line.model, n=line.n, ask=ask)
 
 
 def _message_line(s: Stored, native: str | None) -> MessageLine:
     m = s.message
     return MessageLine(
-        id=m.id, thread=m.thread, seq=s.seq, index=s.index, author=m.author, to=m.to,
-        text=m.text, at=format_at(m.at), step=m.step,
+        id=m.id,
+        thread=m.thread,
+        seq=s.seq,
+        index=s.index,
+        author=m.author,
+        to=m.to,
+        text=m.text,
+        at=format_at(m.at),
+        step=m.step,
         files=[
             FileLine(name=f.name, mime=f.mime, size=f.size, url=f.url, pages=f.pages)
             for f in m.files
         ],
-        weight=s.weight, step_index=s.step_index, native=native,
-    )  # fmt: skip
+        weight=s.weight,
+        step_index=s.step_index,
+        native=native,
+    )
 
 
 def stored_of(line: MessageLine) -> Stored:
     """A message line as the stored message it was exported from; InputError when its step
     and indexes disagree."""
     message = Message(
-        id=line.id, thread=line.thread, author=line.author, to=line.to, text=line.text,
-        at=parse_at(line.at), step=line.step,
+        id=line.id,
+        thread=line.thread,
+        author=line.author,
+        to=line.to,
+        text=line.text,
+        at=parse_at(line.at),
+        step=line.step,
         files=tuple(
             File(name=f.name, mime=f.mime, size=f.size, url=f.url, pages=f.pages)
             for f in line.files
         ),
-    )  # fmt: skip
+    )
     if (line.index is None) != line.step:
         raise InputError(
             f"message {line.id!r}: a step has no index and a shared message has one, got "
@@ -330,9 +386,12 @@ def stored_of(line: MessageLine) -> Stored:
             field="step_index",
         )
     return Stored(
-        message=message, seq=line.seq, index=line.index, weight=line.weight,
+        message=message,
+        seq=line.seq,
+        index=line.index,
+        weight=line.weight,
         step_index=line.step_index,
-    )  # fmt: skip
+    )
 
 
 def _outline_line(o: Outline) -> OutlineLine:
@@ -342,18 +401,26 @@ def _outline_line(o: Outline) -> OutlineLine:
     return OutlineLine(
         thread=o.thread,
         lines=_lines_out(o.lines),
-        bytes=o.bytes, boundary=o.boundary, since=at(o.since), cut_at=at(o.cut_at),
+        bytes=o.bytes,
+        boundary=o.boundary,
+        since=at(o.since),
+        cut_at=at(o.cut_at),
         gone=at(o.gone),
         tail=[(t.id, t.weight, format_at(t.at), t.step, t.seq) for t in o.tail],
-        tokens=o.tokens, draining=o.draining, position=o.position, floor=o.floor,
+        tokens=o.tokens,
+        draining=o.draining,
+        position=o.position,
+        floor=o.floor,
         steps={
             agent: StepOutlineLine(
-                lines=_lines_out(steps.lines), bytes=steps.bytes, boundary=steps.boundary,
+                lines=_lines_out(steps.lines),
+                bytes=steps.bytes,
+                boundary=steps.boundary,
                 draining=steps.draining,
             )
             for agent, steps in sorted(o.steps.items())
         },
-    )  # fmt: skip
+    )
 
 
 def _lines_out(lines: list[Entry]) -> list[tuple[int, int, int, str]]:
@@ -375,20 +442,26 @@ def outline_of(line: OutlineLine) -> Outline:
         epoch="",  # per store: a load gives the thread a fresh epoch
         version=0,
         lines=_lines_in(line.lines),
-        bytes=line.bytes, boundary=line.boundary, since=at(line.since), cut_at=at(line.cut_at),
+        bytes=line.bytes,
+        boundary=line.boundary,
+        since=at(line.since),
+        cut_at=at(line.cut_at),
         gone=at(line.gone),
         tail=deque(
             TailItem(id=id, weight=weight, at=parse_at(when), step=step, seq=seq)
             for id, weight, when, step, seq in line.tail
         ),
-        tokens=line.tokens, draining=line.draining, position=line.position, floor=line.floor,
+        tokens=line.tokens,
+        draining=line.draining,
+        position=line.position,
+        floor=line.floor,
         steps={
             agent: StepOutline(
                 lines=_lines_in(o.lines), bytes=o.bytes, boundary=o.boundary, draining=o.draining
             )
             for agent, o in line.steps.items()
         },
-    )  # fmt: skip
+    )
 
 
 def generation_of(line: GenerationLine) -> Generation:
@@ -401,10 +474,17 @@ def generation_of(line: GenerationLine) -> Generation:
             field="bytes",
         )
     return Generation(
-        thread=line.thread, agent=line.agent, level=line.level, index=line.index,
-        generation=line.generation, text=line.text, bytes=line.bytes, form=line.form,
-        fallback=line.fallback, made=line.made,
-    )  # fmt: skip
+        thread=line.thread,
+        agent=line.agent,
+        level=line.level,
+        index=line.index,
+        generation=line.generation,
+        text=line.text,
+        bytes=line.bytes,
+        form=line.form,
+        fallback=line.fallback,
+        made=line.made,
+    )
 
 
 def name_of(line: NameLine) -> Name:

@@ -62,8 +62,11 @@ class Recorded:
             await store.describe(thread, settings=recorded(self._settings))
             log.info(
                 "thread %r: adopting %s (it was built with %s)",
-                thread, _side(differ, 1), _side(differ, 0), extra={"chat_thread": thread},
-            )  # fmt: skip
+                thread,
+                _side(differ, 1),
+                _side(differ, 0),
+                extra={"chat_thread": thread},
+            )
         self._checked |= unchecked
 
     def _differences(self, record: str) -> dict[str, tuple[object, object]]:

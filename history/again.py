@@ -108,15 +108,23 @@ class Again:
         try:
             if maybe:  # a thread from an earlier run: is there anything to ask?
                 planned = await reconsolidate(
-                    self._store, self._settings, thread, fallbacks=True, dry_run=True,
+                    self._store,
+                    self._settings,
+                    thread,
+                    fallbacks=True,
+                    dry_run=True,
                     summarizer=self._summarizer,
-                )  # fmt: skip
+                )
                 if not planned.asked:
                     return
             done = await reconsolidate(
-                self._store, self._settings, thread, fallbacks=True, max_failures=1,
+                self._store,
+                self._settings,
+                thread,
+                fallbacks=True,
+                max_failures=1,
                 summarizer=self._summarizer,
-            )  # fmt: skip
+            )
         except Exception as exc:
             self._counters.reask_failures += 1
             failed = self._failed[thread] = self._failed.get(thread, 0) + 1
@@ -126,12 +134,19 @@ class Again:
                 del self._failed[thread]
             log.warning(
                 "thread %r: its fallback lines were not asked again (%s; %d of %d tries)",
-                thread, describe(exc), failed, TRIES, extra={"chat_thread": thread},
-            )  # fmt: skip
+                thread,
+                describe(exc),
+                failed,
+                TRIES,
+                extra={"chat_thread": thread},
+            )
             return
         self._failed.pop(thread, None)
         self._counters.reasked += done.rewritten
         log.info(
             "thread %r: %d fallback line(s) asked again, %d generation(s) written",
-            thread, len(done.asked), done.rewritten, extra={"chat_thread": thread},
-        )  # fmt: skip
+            thread,
+            len(done.asked),
+            done.rewritten,
+            extra={"chat_thread": thread},
+        )

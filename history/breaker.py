@@ -118,8 +118,10 @@ class Breaker:
             log.warning(
                 "summarizer down after %d failures in a row (last: %s%s): breaker open, lines "
                 "fall back to a cut of their input until it answers again",
-                self._failures, error, ", which waiting will not mend" if permanent else "",
-            )  # fmt: skip
+                self._failures,
+                error,
+                ", which waiting will not mend" if permanent else "",
+            )
             self._since = datetime.now(UTC)
             self._reopen()
 
@@ -130,9 +132,13 @@ class Breaker:
 
     def health(self, *, fallbacks: int) -> Health:
         return Health(
-            state=self._state, failures=self._failures, since=self._since,
-            last_error=self._last, permanent=self._permanent, fallbacks=fallbacks,
-        )  # fmt: skip
+            state=self._state,
+            failures=self._failures,
+            since=self._since,
+            last_error=self._last,
+            permanent=self._permanent,
+            fallbacks=fallbacks,
+        )
 
     def _reopen(self) -> None:
         self._state = "open"

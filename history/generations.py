@@ -78,9 +78,11 @@ class Tree:
             if found is None:
                 return None
             return Text(
-                generation=found.generation, text=found.text, form=found.form,
+                generation=found.generation,
+                text=found.text,
+                form=found.form,
                 fallback=found.fallback,
-            )  # fmt: skip
+            )
         if generation not in (None, 0):
             return None
         form = first_form(node, self.message(key))
@@ -143,10 +145,16 @@ def next_generation(
     """The node's next generation, with `text`."""
     agent, level, index = key
     return Generation(
-        thread=thread, agent=agent, level=level, index=index,
-        generation=tree.numbers(key)[-1] + 1, text=text, bytes=size(text), form=form,
+        thread=thread,
+        agent=agent,
+        level=level,
+        index=index,
+        generation=tree.numbers(key)[-1] + 1,
+        text=text,
+        bytes=size(text),
+        form=form,
         fallback=fallback,
-    )  # fmt: skip
+    )
 
 
 def named_first(

@@ -213,8 +213,9 @@ class Lanes:
             log.warning(
                 "closing: %d thread(s) still at work after %.1fs are cancelled; their messages "
                 "stay pending for the next open",
-                self.busy, self.close_timeout,
-            )  # fmt: skip
+                self.busy,
+                self.close_timeout,
+            )
         return not self.busy
 
     def get(self, thread: str) -> Lane:
@@ -364,9 +365,15 @@ async def process_one(
     if names and nodes.written:
         named = await named_change(store, state.thread, nodes.written, names, read)
     if not await store.commit(
-        state, work, nodes.written, [as_recorded(a, settings.line) for a in asks], model_key,
-        lines_changed=lines_changed, processed=[*waiting, stored], change=named,
-    ):  # fmt: skip
+        state,
+        work,
+        nodes.written,
+        [as_recorded(a, settings.line) for a in asks],
+        model_key,
+        lines_changed=lines_changed,
+        processed=[*waiting, stored],
+        change=named,
+    ):
         return None
     work.version = state.version + 1
     nodes.settle()
@@ -566,10 +573,18 @@ class Runner:
         if self._listeners and thread not in self._spaces:  # read before the commit, not after
             self._spaces[thread] = await space_of(store, thread)
         done = await process_one(
-            store, state, stored, nodes=nodes, read=read, ask=self._asker.asking(lane.memory),
-            settings=self.settings, model_key=self.model_key, defer=defer, waiting=waiting,
+            store,
+            state,
+            stored,
+            nodes=nodes,
+            read=read,
+            ask=self._asker.asking(lane.memory),
+            settings=self.settings,
+            model_key=self.model_key,
+            defer=defer,
+            waiting=waiting,
             names=self._names[thread],
-        )  # fmt: skip
+        )
         if done is None:
             raise _Stale
         work, asks = done
@@ -593,6 +608,9 @@ class Runner:
                 self._counters.listener_errors += 1
                 log.error(
                     "thread %r: an on_ask listener raised %s for node (%d, %d)",
-                    ask.thread, describe(exc), ask.level, ask.index,
+                    ask.thread,
+                    describe(exc),
+                    ask.level,
+                    ask.index,
                     extra={"chat_thread": ask.thread},
-                )  # fmt: skip
+                )

@@ -214,19 +214,28 @@ async def _metered(
         per_thread.setdefault(name, [0, 0, 0, 0.0])
     threads = tuple(
         ThreadUsage(
-            thread=name, calls=int(c), input_tokens=int(i), output_tokens=int(o), cost=k,
+            thread=name,
+            calls=int(c),
+            input_tokens=int(i),
+            output_tokens=int(o),
+            cost=k,
             fallbacks=fallbacks.get(name, 0),
         )
         for name, (c, i, o, k) in sorted(per_thread.items())
-    )  # fmt: skip
+    )
     threads, spaces = await _by_space(store, thread, threads)
     models = tuple(
         ModelUsage(
-            model=model, calls=c, input_tokens=i, output_tokens=o,
-            input_price=prices[model][0], output_price=prices[model][1], cost=cost(model, i, o),
+            model=model,
+            calls=c,
+            input_tokens=i,
+            output_tokens=o,
+            input_price=prices[model][0],
+            output_price=prices[model][1],
+            cost=cost(model, i, o),
         )
         for model, (c, i, o) in sorted(per_model.items())
-    )  # fmt: skip
+    )
     return Usage(
         threads=threads,
         calls=sum(t.calls for t in threads),
@@ -251,11 +260,14 @@ async def _by_space(
         groups[r.space].append(r)
     spaces = tuple(
         SpaceUsage(
-            space=space, threads=len(group), calls=sum(r.calls for r in group),
+            space=space,
+            threads=len(group),
+            calls=sum(r.calls for r in group),
             input_tokens=sum(r.input_tokens for r in group),
             output_tokens=sum(r.output_tokens for r in group),
-            cost=sum(r.cost for r in group), fallbacks=sum(r.fallbacks for r in group),
+            cost=sum(r.cost for r in group),
+            fallbacks=sum(r.fallbacks for r in group),
         )
         for space, group in sorted(groups.items(), key=lambda g: (g[0] is None, g[0] or ""))
-    )  # fmt: skip
+    )
     return rows, spaces

@@ -190,7 +190,11 @@ class Replay:
             )
         log.info(
             "thread %r: %s for node (%d, %d); asking %r",
-            task.thread, missing, task.level, task.index, self.inner.name,
+            task.thread,
+            missing,
+            task.level,
+            task.index,
+            self.inner.name,
             extra={"chat_thread": task.thread},
-        )  # fmt: skip
+        )
         return await self.inner.reply(task, prompts, answers)

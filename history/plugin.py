@@ -133,9 +133,11 @@ class History:
             )
         if model is None or _is_model(model):
             model = summarizer_for(
-                model or settings.summarizer, settings=settings.model_settings,
-                instructions=settings.instructions, deferred=not process,
-            )  # fmt: skip
+                model or settings.summarizer,
+                settings=settings.model_settings,
+                instructions=settings.instructions,
+                deferred=not process,
+            )
         self.summarizer: Summarizer = checked_summarizer(model)
         self.model_key = model_key(
             model.name, settings.model_settings, settings.instructions, summarizer_key(model)
@@ -148,14 +150,22 @@ class History:
         self.counters = Counters()
         self._pause, self._max_pause = pause, max_pause
         self._asker = Asker(
-            model, self.counters, concurrency=concurrency, timeout=timeout,
-            max_failures=max_failures, when_down=when_down,
-        )  # fmt: skip
+            model,
+            self.counters,
+            concurrency=concurrency,
+            timeout=timeout,
+            max_failures=max_failures,
+            when_down=when_down,
+        )
         self._listeners: list[AskListener] = [on_ask] if on_ask else []
         self._runner = Runner(
-            store, settings, self._asker, model_key=self.model_key, counters=self.counters,
+            store,
+            settings,
+            self._asker,
+            model_key=self.model_key,
+            counters=self.counters,
             listeners=self._listeners,
-        )  # fmt: skip
+        )
         self._lanes = Lanes(close_timeout=close_timeout)
         self._stack: AsyncExitStack | None = None
         self._group: TaskGroup | None = None
@@ -166,9 +176,14 @@ class History:
         self._recorded = Recorded(settings, adopt=adopt_settings)
         self._lookouts = Lookouts()
         self._again = Again(
-            store, settings, self.summarizer, self._asker.breaker, self.counters,
-            leaving=self._lookouts.leaving, close_timeout=close_timeout,
-        )  # fmt: skip
+            store,
+            settings,
+            self.summarizer,
+            self._asker.breaker,
+            self.counters,
+            leaving=self._lookouts.leaving,
+            close_timeout=close_timeout,
+        )
 
     async def __aenter__(self) -> Self:
         if self._closed or self._stack is not None:
@@ -470,8 +485,11 @@ class History:
                     pause = min(self._pause * 2 ** min(failures - 1, 64), self._max_pause)
                     log.warning(
                         "thread %r: batch failed (%s); retrying in %.1fs",
-                        thread, exc, pause, extra={"chat_thread": thread},
-                    )  # fmt: skip
+                        thread,
+                        exc,
+                        pause,
+                        extra={"chat_thread": thread},
+                    )
                     wake = lane.wake = anyio.Event()
                     with anyio.move_on_after(0 if lane.hurried else pause):
                         await wake.wait()

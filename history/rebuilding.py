@@ -150,9 +150,10 @@ async def rebuild(
     if needed and not dry_run and offline is None:
         if summarizer is None:
             summarizer = summarizer_for(
-                settings.summarizer, settings=settings.model_settings,
+                settings.summarizer,
+                settings=settings.model_settings,
                 instructions=settings.instructions,
-            )  # fmt: skip
+            )
         replay = Replay(summarizer, calls)
         result, asks = await run(replay)
     assert result.outline is not None
@@ -179,9 +180,14 @@ async def rebuild(
         await store.describe(thread, settings=recorded(settings))
     log.info(
         "thread %r: rebuilt from %d messages, %d lines asked, %d replayed, %d model calls%s",
-        thread, len(original.messages), len(asks), replay.hits, replay.misses,
-        " (dry run)" if dry_run else "", extra={"chat_thread": thread},
-    )  # fmt: skip
+        thread,
+        len(original.messages),
+        len(asks),
+        replay.hits,
+        replay.misses,
+        " (dry run)" if dry_run else "",
+        extra={"chat_thread": thread},
+    )
     return Rebuilt(
         thread=thread,
         messages=len(original.messages),
@@ -262,9 +268,15 @@ class _Rerun:
             boundaries=boundaries(state),
         )
         done = await process_one(
-            store, state, stored, nodes=nodes, read=store.message, ask=self._ask,
-            settings=self.settings, model_key=self.key,
-        )  # fmt: skip
+            store,
+            state,
+            stored,
+            nodes=nodes,
+            read=store.message,
+            ask=self._ask,
+            settings=self.settings,
+            model_key=self.key,
+        )
         if done is None:
             raise StoreError(f"thread {state.thread!r}: the scratch copy changed under the rebuild")
         work, asks = done

@@ -91,9 +91,12 @@ class _Asking:
             except SummarizerError as exc:
                 self.failures += 1
                 log.warning(
-                    "thread %r: a re-summary request failed (%d of %d)", task.thread,
-                    self.failures, self.max_failures, extra={"chat_thread": task.thread},
-                )  # fmt: skip
+                    "thread %r: a re-summary request failed (%d of %d)",
+                    task.thread,
+                    self.failures,
+                    self.max_failures,
+                    extra={"chat_thread": task.thread},
+                )
                 if self.failures >= self.max_failures:
                     raise SummarizerError(
                         f"summarizer {self.summarizer.name!r} failed {self.failures} times; "
@@ -183,9 +186,11 @@ async def reconsolidate(
         else chosen
     )
     key = model_key(
-        summarizer.name, settings.model_settings, settings.instructions,
+        summarizer.name,
+        settings.model_settings,
+        settings.instructions,
         summarizer_key(summarizer),
-    )  # fmt: skip
+    )
     run = _Asking(summarizer=summarizer, settings=settings, timeout=TIMEOUT, max_failures=failures)
     for attempt in range(TRIES):
         if attempt:
@@ -202,9 +207,12 @@ async def reconsolidate(
             return Resummary(thread=thread, calls=len(asked), asked=asked)
         made, asks = await _write(found, thread, keys, does, names, run)
         change = changes.Change(
-            generations=made, current=current(found, made), asks=asks, model=key,
+            generations=made,
+            current=current(found, made),
+            asks=asks,
+            model=key,
             now=options.get("now", False),
-        )  # fmt: skip
+        )
         if await store.change(outline, change):
             return Resummary(thread=thread, calls=len(asks), asked=asked, rewritten=len(made))
     raise ConflictError(f"thread {thread!r} kept moving while it was re-summarized; try again")
@@ -253,9 +261,12 @@ async def _write(
             ]
             task = leaf_task(thread, index, named_line(message, names), before, limit)
         log.warning(
-            "thread %r: %s asked again of %r as its next generation", thread,
-            label(level, index), run.summarizer.name, extra={"chat_thread": thread},
-        )  # fmt: skip
+            "thread %r: %s asked again of %r as its next generation",
+            thread,
+            label(level, index),
+            run.summarizer.name,
+            extra={"chat_thread": thread},
+        )
         done = await write(task, run.ask, limit=limit, tries=tries)
         asks.append(done)
         put(key, done.line, "model", done.outcome == "fallback")

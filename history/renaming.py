@@ -80,7 +80,10 @@ async def _rename_thread(
         return 0
     if made:
         log.info(
-            "thread %r: %r shown as a new name, %d lines rewritten", thread, given.author,
-            len(made), extra={"chat_thread": thread},
-        )  # fmt: skip
+            "thread %r: %r shown as a new name, %d lines rewritten",
+            thread,
+            given.author,
+            len(made),
+            extra={"chat_thread": thread},
+        )
     return len(made)

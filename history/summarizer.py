@@ -450,9 +450,13 @@ class Persistent:
                 pause = min(2.0 ** (failures - 1), 8.0)
                 log.warning(
                     "summarizer %r failed (%s); asking again in %.0fs (%d of %d failures)",
-                    self.name, describe(exc), pause, failures, self._max_failures,
+                    self.name,
+                    describe(exc),
+                    pause,
+                    failures,
+                    self._max_failures,
                     extra={"chat_thread": task.thread},
-                )  # fmt: skip
+                )
                 await anyio.sleep(pause)
 
 
@@ -604,9 +608,13 @@ class Asker:
             async with self._limiter:
                 self._counters.requests += 1
                 reply = await request(
-                    self.summarizer, task, prompts, answers, seconds=self._timeout,
+                    self.summarizer,
+                    task,
+                    prompts,
+                    answers,
+                    seconds=self._timeout,
                     abandoned=lambda: self._abandoned(task),
-                )  # fmt: skip
+                )
         except (Exhausted, UnpinnedError):
             breaker.released()
             raise  # a replayed ask that kept failing (the same cut), or a refused miss (never cut)
@@ -648,6 +656,9 @@ class Asker:
         log.error(
             "thread %r: the summarizer went on after its %.1fs timeout for node (%d, %d), "
             "ignoring its cancellation; it is left running",
-            task.thread, self._timeout, task.level, task.index,
+            task.thread,
+            self._timeout,
+            task.level,
+            task.index,
             extra={"chat_thread": task.thread},
-        )  # fmt: skip
+        )

@@ -60,8 +60,10 @@ async def serve(
         async with history:
             log.info(
                 "worker on %r with %r: looking for work every %.2fs",
-                history.store.url, history.summarizer.name, poll,
-            )  # fmt: skip
+                history.store.url,
+                history.summarizer.name,
+                poll,
+            )
             gone: list[StoreGoneError | ConfigurationError] = []
             async with anyio.create_task_group() as group:
 

@@ -124,9 +124,13 @@ def merge_task(
         f"<input>\n{placed}\n</input>"
     )
     return Task(
-        thread=thread, level=level + 1, index=(right - 1) // 2, prompt=prompt, input=placed,
+        thread=thread,
+        level=level + 1,
+        index=(right - 1) // 2,
+        prompt=prompt,
+        input=placed,
         agent=agent,
-    )  # fmt: skip
+    )
 
 
 async def summarize(stored: Stored, nodes: Nodes, write: LineWriter, *, limit: int) -> Summary:
@@ -182,6 +186,13 @@ def _node(
     fallback: bool,
 ) -> Summary:
     return Summary(
-        thread=thread, agent=agent, level=level, index=index, text=text, bytes=size(text),
-        message=message, at=at, fallback=fallback,
-    )  # fmt: skip
+        thread=thread,
+        agent=agent,
+        level=level,
+        index=index,
+        text=text,
+        bytes=size(text),
+        message=message,
+        at=at,
+        fallback=fallback,
+    )

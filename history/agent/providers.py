@@ -251,43 +251,79 @@ def _chat(reply: Reply, n: int, model: str) -> dict[str, Any]:
     if reply.call is not None:
         name, args = reply.call
         message["tool_calls"] = [
-            {"id": f"call_{n}", "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args)}}
-        ]  # fmt: skip
+            {
+                "id": f"call_{n}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ]
     return {
-        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if reply.call else "stop"}],
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.call else "stop",
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }  # fmt: skip
+    }
 
 
 def _responses(reply: Reply, n: int, model: str) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     if reply.thinking:
-        output.append({
-            "type": "reasoning", "id": f"rs_{n}", "encrypted_content": f"enc-{n}-{reply.thinking}",
-            "summary": [{"type": "summary_text", "text": reply.thinking}],
-        })  # fmt: skip
+        output.append(
+            {
+                "type": "reasoning",
+                "id": f"rs_{n}",
+                "encrypted_content": f"enc-{n}-{reply.thinking}",
+                "summary": [{"type": "summary_text", "text": reply.thinking}],
+            }
+        )
     if reply.text:
-        output.append({
-            "type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
-        })  # fmt: skip
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{n}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
     if reply.call is not None:
         name, args = reply.call
-        output.append({
-            "type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": name,
-            "arguments": json.dumps(args), "status": "completed",
-        })  # fmt: skip
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{n}",
+                "call_id": f"call_{n}",
+                "name": name,
+                "arguments": json.dumps(args),
+                "status": "completed",
+            }
+        )
     return {
-        "id": f"resp_{n}", "object": "response", "created_at": 0, "model": model,
-        "status": "completed", "output": output, "parallel_tool_calls": True,
-        "tool_choice": "auto", "tools": [],
-        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
-                  "input_tokens_details": {"cached_tokens": 0},
-                  "output_tokens_details": {"reasoning_tokens": 0}},
-    }  # fmt: skip
+        "id": f"resp_{n}",
+        "object": "response",
+        "created_at": 0,
+        "model": model,
+        "status": "completed",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "total_tokens": 15,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
 
 
 def _anthropic(reply: Reply, n: int, model: str) -> dict[str, Any]:
@@ -300,10 +336,15 @@ def _anthropic(reply: Reply, n: int, model: str) -> dict[str, Any]:
         name, args = reply.call
         content.append({"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": args})
     return {
-        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
-        "content": content, "stop_reason": "tool_use" if reply.call else "end_turn",
-        "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5},
-    }  # fmt: skip
+        "id": f"msg_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if reply.call else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
 
 
 _EMPTY: dict[str, dict[str, Any]] = {
@@ -385,8 +426,12 @@ async def provider_request(
         history, thread, agent=agent, user=user, block_lines=block_lines, record=False
     )
     await Agent(llm, capabilities=[hook], model_settings=settings).run(NEXT)
-    outline = [p.content for m in await view(history, thread, agent=agent, block_lines=block_lines)
-               for p in m.parts if isinstance(p, CompactionPart)]  # fmt: skip
+    outline = [
+        p.content
+        for m in await view(history, thread, agent=agent, block_lines=block_lines)
+        for p in m.parts
+        if isinstance(p, CompactionPart)
+    ]
     end = (outline[-1] or "").rsplit("\n", 1)[-1] if outline else None
     body = wire.bodies[0]
     measured = measure(model, body, outline_end=end, encoding=history.settings.encoding)

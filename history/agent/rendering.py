@@ -53,6 +53,8 @@ async def render_view(
             history, thread, model, agent=agent or "assistant", block_lines=block_lines
         )
     return Rendered(
-        text=text, tokens=tokens(text, history.settings.encoding), bytes=size(text),
+        text=text,
+        tokens=tokens(text, history.settings.encoding),
+        bytes=size(text),
         request=request,
-    )  # fmt: skip
+    )

@@ -27,22 +27,27 @@ if TYPE_CHECKING:
 
 def register(commands: Commands) -> None:
     export = command(
-        commands, "export", _export,
+        commands,
+        "export",
+        _export,
         help="write a thread (or every thread) with its lines and calls to JSONL",
-    )  # fmt: skip
+    )
     export.add_argument("thread", nargs="?", help=f"{THREAD_HELP} (every thread when left out)")
     export.add_argument(
-        "--out", required=True,
+        "--out",
+        required=True,
         help="the JSONL file to write (a regular file, replaced whole, or a new one), or - for "
         "standard output",
-    )  # fmt: skip
+    )
     db_option(export)
     json_option(export)
 
     load = command(
-        commands, "load", _load,
+        commands,
+        "load",
+        _load,
         help="load an export into a store; what it holds already is skipped",
-    )  # fmt: skip
+    )
     load.add_argument("file", type=Path, help="an export (JSONL), or - for standard input")
     db_option(load)
     json_option(load)
@@ -149,8 +154,9 @@ async def _load_records(db: str, records: list[ThreadRecords], as_json: bool) ->
     async with opened(db, create=True) as store:
         done = await store.load_records(records)
     if as_json:
-        print_json({"store": db, "threads": done.threads, "written": done.written,
-                    "skipped": done.skipped})  # fmt: skip
+        print_json(
+            {"store": db, "threads": done.threads, "written": done.written, "skipped": done.skipped}
+        )
         return 0
     print(
         f"loaded {done.threads} thread(s): {done.written} records written, {done.skipped} "

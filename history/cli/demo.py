@@ -48,11 +48,13 @@ AGENT = "north"
 
 def register(commands: Commands) -> None:
     demo = command(
-        commands, "demo", _demo,
+        commands,
+        "demo",
+        _demo,
         help="ingest a bundled planning chat with a small tail, and show its history",
         description=f"The demo's own defaults: --tail {TAIL[0]},{TAIL[1]} (or CHAT_OUTLINE_TAIL), "
         f"--outline {OUTLINE[0]},{OUTLINE[1]}, --line {LINE}; a temporary store unless --db.",
-    )  # fmt: skip
+    )
     demo.add_argument("--db", help="keep the demo's store in this SQLite file (temporary)")
     demo.add_argument(
         "--depth", type=positive, default=DEPTH, help=f"levels drawn under each top node ({DEPTH})"

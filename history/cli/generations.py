@@ -85,10 +85,15 @@ async def _rename_author(args: argparse.Namespace) -> int:
         thread = None if args.thread is None else await resolve(h.store, args.thread, exact=True)
         rewritten = await h.rename(args.author, args.name, thread=thread, now=args.now)
     if args.json:
-        print_json({
-            "author": args.author, "name": args.name, "thread": thread, "rewritten": rewritten,
-            "now": args.now,
-        })  # fmt: skip
+        print_json(
+            {
+                "author": args.author,
+                "name": args.name,
+                "thread": thread,
+                "rewritten": rewritten,
+                "now": args.now,
+            }
+        )
         return 0
     where = "" if thread is None else f" in thread {thread!r}"
     lines = counted(rewritten, "line")
@@ -105,15 +110,25 @@ async def _ask_again(args: argparse.Namespace) -> int:
 
     async with thread_as_built(args.db, args.thread, write=True) as (built, thread):
         done = await built.reconsolidate(
-            thread, args.label, summarizer=args.summarizer, depth=args.depth,
-            fallbacks=args.fallbacks, dry_run=args.dry_run, now=args.now,
+            thread,
+            args.label,
+            summarizer=args.summarizer,
+            depth=args.depth,
+            fallbacks=args.fallbacks,
+            dry_run=args.dry_run,
+            now=args.now,
             max_failures=args.max_failures,
-        )  # fmt: skip
+        )
     if args.json:
-        print_json({
-            "thread": thread, "dry_run": args.dry_run, "calls": done.calls,
-            "asked": list(done.asked), "rewritten": done.rewritten,
-        })  # fmt: skip
+        print_json(
+            {
+                "thread": thread,
+                "dry_run": args.dry_run,
+                "calls": done.calls,
+                "asked": list(done.asked),
+                "rewritten": done.rewritten,
+            }
+        )
         return 0
     asked = ", ".join(done.asked) or "none"
     if args.dry_run:

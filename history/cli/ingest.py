@@ -47,14 +47,19 @@ STDIN = Path("<stdin>")
 
 def register(commands: Commands) -> None:
     ingest = command(
-        commands, "ingest", _ingest,
+        commands,
+        "ingest",
+        _ingest,
         help="read conversation files into a store, then build their histories",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "files", type=Path, nargs="+", metavar="FILE",
+        "files",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
         help="a JSONL history, a ChatGPT export (conversations.json, or its zip), "
         "a pydantic-ai message history, or a list of chat messages; - reads standard input",
-    )  # fmt: skip
+    )
     ingest.add_argument("--format", choices=FORMATS, help="the files' format (told by default)")
     ingest.add_argument("--thread", help="the thread of a one-conversation file (its name)")
     ingest.add_argument(
@@ -171,10 +176,14 @@ async def write_files(
 
     console = err()
     bars = Progress(
-        TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=console, transient=True,
+        TextColumn("{task.description:<12}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
         disable=quiet or not console.is_terminal,
-    )  # fmt: skip
+    )
     total = sum(len(f.records) for f in files)
     settings = plan.settings
     # The threads the plan rebuilds take the settings given (`history.adopting`).
@@ -224,16 +233,26 @@ async def write_files(
     if quiet:
         return 0
     if as_json:
-        print_json({
-            "store": db,
-            "files": [
-                {"file": str(parsed.path), "format": parsed.format, "messages": parsed.messages,
-                 "new": tally.new, "known": tally.known, "erased": tally.erased}
-                for parsed, tally in zip(files, tallies, strict=True)
-            ],
-            "threads": threads, "processed": c.processed, "asked": c.asks,
-            "summarizer": settings.summarizer,
-        })  # fmt: skip
+        print_json(
+            {
+                "store": db,
+                "files": [
+                    {
+                        "file": str(parsed.path),
+                        "format": parsed.format,
+                        "messages": parsed.messages,
+                        "new": tally.new,
+                        "known": tally.known,
+                        "erased": tally.erased,
+                    }
+                    for parsed, tally in zip(files, tallies, strict=True)
+                ],
+                "threads": threads,
+                "processed": c.processed,
+                "asked": c.asks,
+                "summarizer": settings.summarizer,
+            }
+        )
         return 0
     for parsed, tally in zip(files, tallies, strict=True):
         erased = f", {counted(tally.erased, 'thread erase')}" if tally.erased else ""

@@ -156,13 +156,19 @@ async def _zoom(history: History, thread: str, args: argparse.Namespace) -> None
         return
     opened = await zoom(history, thread, args.label, agent=args.agent or None, page=args.page)
     if args.json:
-        print_json({
-            "thread": thread, "label": opened.label, "level": opened.level,
-            "index": opened.index, "page": opened.page, "pages": opened.pages,
-            "lines": [{"label": n.label, "text": n.text} for n in opened.lines],
-            "message": None if opened.message is None else opened.message.id,
-            "text": opened.text,
-        })  # fmt: skip
+        print_json(
+            {
+                "thread": thread,
+                "label": opened.label,
+                "level": opened.level,
+                "index": opened.index,
+                "page": opened.page,
+                "pages": opened.pages,
+                "lines": [{"label": n.label, "text": n.text} for n in opened.lines],
+                "message": None if opened.message is None else opened.message.id,
+                "text": opened.text,
+            }
+        )
     else:
         sys.stdout.write(f"{opened.text}\n")
 
@@ -173,11 +179,19 @@ async def _zoom_generation(history: History, thread: str, args: argparse.Namespa
 
     found = await version(history, thread, args.label, args.generation, agent=args.agent or None)
     if args.json:
-        print_json({
-            "thread": thread, "label": found.label, "level": found.level, "index": found.index,
-            "generation": found.generation, "generations": list(found.generations),
-            "form": found.form, "fallback": found.fallback, "text": found.text,
-        })  # fmt: skip
+        print_json(
+            {
+                "thread": thread,
+                "label": found.label,
+                "level": found.level,
+                "index": found.index,
+                "generation": found.generation,
+                "generations": list(found.generations),
+                "form": found.form,
+                "fallback": found.fallback,
+                "text": found.text,
+            }
+        )
     else:
         sys.stdout.write(f"{found.label}#{found.generation}|{one_line(found.text)}\n")
 
@@ -188,11 +202,24 @@ async def _search(history: History, thread: str, args: argparse.Namespace) -> No
     query = " ".join(args.words)
     hits = await search(history, thread, query, limit=args.limit, agent=args.agent or None)
     if args.json:
-        print_json({"thread": thread, "query": query, "hits": [
-            {"label": h.label, "level": h.level, "index": h.index, "text": h.text,
-             "at": format_at(h.at), "message": h.message, "terms": list(h.terms)}
-            for h in hits
-        ]})  # fmt: skip
+        print_json(
+            {
+                "thread": thread,
+                "query": query,
+                "hits": [
+                    {
+                        "label": h.label,
+                        "level": h.level,
+                        "index": h.index,
+                        "text": h.text,
+                        "at": format_at(h.at),
+                        "message": h.message,
+                        "terms": list(h.terms),
+                    }
+                    for h in hits
+                ],
+            }
+        )
         return
     if not hits:
         say("nothing found")
@@ -236,22 +263,35 @@ async def only_agent(history: History, thread: str) -> str | None:
         | set(snapshot.outline.steps)
     )
     if len(agents) > 1:
-        say(f"thread {thread!r} has agents {', '.join(agents)}: showing nobody's view "
-            "(name one with --agent)")  # fmt: skip
+        say(
+            f"thread {thread!r} has agents {', '.join(agents)}: showing nobody's view "
+            "(name one with --agent)"
+        )
     return agents[0] if len(agents) == 1 else None
 
 
 def prompt_json(thread: str, agent: str | None, result: Rendered) -> dict[str, object]:
     """What `prompt --json` prints of a rendered view."""
-    shown: dict[str, object] = {"thread": thread, "agent": agent, "text": result.text,
-                                "tokens": result.tokens, "bytes": result.bytes}  # fmt: skip
+    shown: dict[str, object] = {
+        "thread": thread,
+        "agent": agent,
+        "text": result.text,
+        "tokens": result.tokens,
+        "bytes": result.bytes,
+    }
     if (request := result.request) is not None:
         m = request.measured
         shown["request"] = {
-            "model": m.model, "tokens": m.tokens, "bytes": m.bytes, "marks": m.marks,
-            "max_marks": m.max_marks, "cached": m.cached, "minimum": m.minimum,
-            "reaches": m.reaches, "body": request.body,
-        }  # fmt: skip
+            "model": m.model,
+            "tokens": m.tokens,
+            "bytes": m.bytes,
+            "marks": m.marks,
+            "max_marks": m.max_marks,
+            "cached": m.cached,
+            "minimum": m.minimum,
+            "reaches": m.reaches,
+            "body": request.body,
+        }
     return shown
 
 

@@ -40,9 +40,11 @@ REFUSED = 3
 
 def register(commands: Commands) -> None:
     rebuild = command(
-        commands, "rebuild", _run,
+        commands,
+        "rebuild",
+        _run,
         help="rebuild a thread's tree and outline from its messages, replaying recorded calls",
-    )  # fmt: skip
+    )
     rebuild.add_argument("thread", help=EXACT_THREAD_HELP)
     rebuild.add_argument(
         "--allow-model-calls",
@@ -97,13 +99,21 @@ async def _rebuild(args: argparse.Namespace, settings: HistorySettings) -> int:
         )
     changed = differences(record, settings) if record is not None else {}
     if args.json:
-        print_json({
-            "thread": done.thread, "dry_run": args.dry_run, "messages": done.messages,
-            "nodes": done.summaries, "lines": len(done.outline.lines),
-            "bytes": done.outline.bytes, "asks": done.asks, "replayed": done.replayed,
-            "model_calls": done.model_calls, "recorded": record is not None,
-            "changed": {name: {"was": old, "now": new} for name, (old, new) in changed.items()},
-        })  # fmt: skip
+        print_json(
+            {
+                "thread": done.thread,
+                "dry_run": args.dry_run,
+                "messages": done.messages,
+                "nodes": done.summaries,
+                "lines": len(done.outline.lines),
+                "bytes": done.outline.bytes,
+                "asks": done.asks,
+                "replayed": done.replayed,
+                "model_calls": done.model_calls,
+                "recorded": record is not None,
+                "changed": {name: {"was": old, "now": new} for name, (old, new) in changed.items()},
+            }
+        )
         return 0
     verb = "would rebuild" if args.dry_run else "rebuilt"
     calls = "would make" if args.dry_run else "made"
@@ -132,12 +142,18 @@ def persistent(settings: HistorySettings, max_failures: int) -> Persistent | Non
     if settings.summarizer in OFFLINE:
         return None
     model = summarizer_for(
-        settings.summarizer, settings=settings.model_settings,
-        instructions=settings.instructions, deferred=True,
-    )  # fmt: skip
+        settings.summarizer,
+        settings=settings.model_settings,
+        instructions=settings.instructions,
+        deferred=True,
+    )
     return Persistent(model, max_failures=max_failures, timeout=CALL_TIMEOUT)
 
 
 def _budgets_of(settings: HistorySettings) -> dict[str, object]:
-    return {"line": settings.line, "tail": settings.tail, "outline": settings.outline,
-            "kept": settings.kept}  # fmt: skip
+    return {
+        "line": settings.line,
+        "tail": settings.tail,
+        "outline": settings.outline,
+        "kept": settings.kept,
+    }

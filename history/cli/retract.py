@@ -13,14 +13,19 @@ from .output import counted, print_json
 
 def register(commands: Commands) -> None:
     retract = command(
-        commands, "retract", _retract,
+        commands,
+        "retract",
+        _retract,
         help="take back a thread's newest messages while they are whole in its tail",
-    )  # fmt: skip
+    )
     retract.add_argument("thread", help=EXACT_THREAD_HELP)
     retract.add_argument(
-        "--after", type=int, required=True, metavar="SEQ",
+        "--after",
+        type=int,
+        required=True,
+        metavar="SEQ",
         help="take back every message after this seq (-1: all of them)",
-    )  # fmt: skip
+    )
     db_option(retract)
     json_option(retract)
 

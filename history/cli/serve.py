@@ -46,17 +46,23 @@ def _serve(args: argparse.Namespace) -> int:
     must_exist(args.db)
     where = anyio.run(_check, args.db)  # a missing or foreign store is refused before listening
     if args.host != HOST:
-        say(f"warning: listening on {args.host!r}: anyone who can reach port {args.port} "
-            "reads every thread of the store")  # fmt: skip
+        say(
+            f"warning: listening on {args.host!r}: anyone who can reach port {args.port} "
+            "reads every thread of the store"
+        )
     url = f"http://{args.host}:{args.port}/"
     if args.json:
         print_json({"store": where, "url": url})
         sys.stdout.flush()
     say(f"serving {where} at {url} (Ctrl-C stops)")
     config = uvicorn.Config(
-        create_app(args.db), host=args.host, port=args.port, log_level=logging.WARNING,
-        access_log=False, server_header=False,
-    )  # fmt: skip
+        create_app(args.db),
+        host=args.host,
+        port=args.port,
+        log_level=logging.WARNING,
+        access_log=False,
+        server_header=False,
+    )
     uvicorn.Server(config).run()
     return 0
 

@@ -15,9 +15,11 @@ from .options import Commands, budgets, command, settings_of
 
 def register(commands: Commands) -> None:
     simulate = command(
-        commands, "simulate", _simulate,
+        commands,
+        "simulate",
+        _simulate,
         help="run the plugin on a fresh store over a JSONL file and print the trace",
-    )  # fmt: skip
+    )
     simulate.add_argument("file", type=Path)
     simulate.add_argument("--json", action="store_true", help="print the trace as JSON")
     budgets(simulate)

@@ -20,18 +20,21 @@ def register(commands: Commands) -> None:
     )
     stats.add_argument("--thread", help=f"one thread only: {THREAD_HELP}")
     stats.add_argument(
-        "--by", choices=("thread", "space"), default="thread",
+        "--by",
+        choices=("thread", "space"),
+        default="thread",
         help="one row per thread (with its space and fallback lines), or per space",
-    )  # fmt: skip
+    )
     stats.add_argument(
         "--input-price",
         type=_price,
         help="price of a million input tokens, for every model (each model's known price)",
     )
     stats.add_argument(
-        "--output-price", type=_price,
+        "--output-price",
+        type=_price,
         help="price of a million output tokens, for every model (each model's known price)",
-    )  # fmt: skip
+    )
     json_option(stats)
     db_option(stats)
 
@@ -81,27 +84,42 @@ async def _stats(args: argparse.Namespace) -> int:
     rows = meter.spaces if by_space else meter.threads
     for row in rows:
         named = (
-            (_space(row.space), f"{row.threads:,}") if isinstance(row, SpaceUsage)
+            (_space(row.space), f"{row.threads:,}")
+            if isinstance(row, SpaceUsage)
             else (row.thread, _space(row.space))
-        )  # fmt: skip
+        )
         table.add_row(
-            *named, f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}",
-            f"{row.cost:,.4f}", f"{row.fallbacks:,}",
-        )  # fmt: skip
+            *named,
+            f"{row.calls:,}",
+            f"{row.input_tokens:,}",
+            f"{row.output_tokens:,}",
+            f"{row.cost:,.4f}",
+            f"{row.fallbacks:,}",
+        )
     table.add_section()
     table.add_row(
-        "total", f"{len(meter.threads):,}" if by_space else "", f"{meter.calls:,}",
-        f"{meter.input_tokens:,}", f"{meter.output_tokens:,}", f"{meter.cost:,.4f}",
-        f"{sum(r.fallbacks for r in meter.threads):,}", style="bold",
-    )  # fmt: skip
+        "total",
+        f"{len(meter.threads):,}" if by_space else "",
+        f"{meter.calls:,}",
+        f"{meter.input_tokens:,}",
+        f"{meter.output_tokens:,}",
+        f"{meter.cost:,.4f}",
+        f"{sum(r.fallbacks for r in meter.threads):,}",
+        style="bold",
+    )
     models = Table(title="per model (prices per million tokens)")
     for column in ("model", "calls", "input tokens", "output tokens", "input", "output", "cost"):
         models.add_column(column, justify="left" if column == "model" else "right")
     for m in meter.models:
         models.add_row(
-            m.model, f"{m.calls:,}", f"{m.input_tokens:,}", f"{m.output_tokens:,}",
-            _money(m.input_price), _money(m.output_price), _money(m.cost),
-        )  # fmt: skip
+            m.model,
+            f"{m.calls:,}",
+            f"{m.input_tokens:,}",
+            f"{m.output_tokens:,}",
+            _money(m.input_price),
+            _money(m.output_price),
+            _money(m.cost),
+        )
     console = Console()
     console.print(table)
     if meter.models:

@@ -37,9 +37,11 @@ def check_up(history: History) -> None:
     health = history.health()
     if health.state == "closed":
         return
-    why = "refused what waiting will not mend" if health.permanent else (
-        f"failed {health.failures} times in a row"
-    )  # fmt: skip
+    why = (
+        "refused what waiting will not mend"
+        if health.permanent
+        else (f"failed {health.failures} times in a row")
+    )
     raise SummarizerError(
         f"summarizer {history.summarizer.name!r} {why} (last: {health.last_error}); stopped, "
         "keeping what was stored: its messages are processed at the next run once it answers"

@@ -13,9 +13,11 @@ from .options import Commands, budgets, command, db_option, settings_of
 
 def register(commands: Commands) -> None:
     worker = command(
-        commands, "worker", _worker,
+        commands,
+        "worker",
+        _worker,
         help="process the threads of a shared store until stopped (SIGTERM, SIGINT)",
-    )  # fmt: skip
+    )
     db_option(worker, what="a postgresql:// URL, or a SQLite file the app shares on this machine")
     worker.add_argument("--poll", type=float, default=1.0, help="seconds between looks (1)")
     worker.add_argument(
@@ -25,9 +27,10 @@ def register(commands: Commands) -> None:
     worker.add_argument("--threads", type=int, default=16, help="threads worked on at once (16)")
     worker.add_argument("--json", action="store_true", help="print the counters as JSON on exit")
     worker.add_argument(
-        "--adopt-settings", action="store_true",
+        "--adopt-settings",
+        action="store_true",
         help="threads built with other settings go on with these (by default they are refused)",
-    )  # fmt: skip
+    )
     budgets(worker)
 
 
@@ -44,9 +47,12 @@ def _worker(args: argparse.Namespace) -> int:
     must_exist(args.db)  # a SQLite file the app made: not an empty store of a mistyped path
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     history = History(
-        settings_of(args), store=args.db, concurrency=args.concurrency, process=False,
+        settings_of(args),
+        store=args.db,
+        concurrency=args.concurrency,
+        process=False,
         adopt_settings=args.adopt_settings,
-    )  # fmt: skip
+    )
     anyio.run(lambda: serve(history, poll=args.poll, grace=args.grace, threads=args.threads))
     counters = dataclasses.asdict(history.counters)
     if args.json:

@@ -48,8 +48,15 @@ def chat(value: object, thread: str, reader: Reader) -> None:
             if said is None:
                 continue
             author, text, step, files, _ = said
-            made = Message(id=f"{thread}:{position}", thread=thread, author=author, text=text,
-                           at=synthetic_at(position), step=step, files=files)  # fmt: skip
+            made = Message(
+                id=f"{thread}:{position}",
+                thread=thread,
+                author=author,
+                text=text,
+                at=synthetic_at(position),
+                step=step,
+                files=files,
+            )
         except Below as exc:
             reader.bad(path_of(*keys, position, *exc.keys), str(exc))
             continue

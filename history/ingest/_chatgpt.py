@@ -201,9 +201,14 @@ def _message(
         result = Returns(returns=(Return(id=call, name=tool, content=text),))
         role, step, text = ASSISTANT, True, encode(result)
     return Message(
-        id=f"{thread}:{node_id}", thread=thread, author=role, text=text, at=at, step=step,
+        id=f"{thread}:{node_id}",
+        thread=thread,
+        author=role,
+        text=text,
+        at=at,
+        step=step,
         files=files,
-    )  # fmt: skip
+    )
 
 
 def _linked(text: str, metadata: Mapping[str, object]) -> str:

@@ -66,8 +66,17 @@ def pydantic_ai(value: object, thread: str, reader: Reader) -> None:
             made = []
             for k, (author, text, step, files, at) in enumerate(_records(message, raw)):
                 last = at or stated or max(last, synthetic_at(i))
-                made.append(Message(id=f"{thread}:{i}.{k}", thread=thread, author=author,
-                                    text=text, at=last, step=step, files=files))  # fmt: skip
+                made.append(
+                    Message(
+                        id=f"{thread}:{i}.{k}",
+                        thread=thread,
+                        author=author,
+                        text=text,
+                        at=last,
+                        step=step,
+                        files=files,
+                    )
+                )
         except InputError as exc:  # a lone surrogate in its text, say
             reader.bad(path_of(i), str(exc))
             continue

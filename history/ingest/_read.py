@@ -61,9 +61,13 @@ def read(
         _json(data, chosen, one or path.stem, reader)
     _check_ids(reader)
     return Parsed(
-        path=path, format=chosen, records=tuple(reader.records), problems=tuple(reader.problems),
-        thread=one, titles=reader.titles,
-    )  # fmt: skip
+        path=path,
+        format=chosen,
+        records=tuple(reader.records),
+        problems=tuple(reader.problems),
+        thread=one,
+        titles=reader.titles,
+    )
 
 
 def shared_threads(files: Sequence[Parsed]) -> None:
@@ -121,8 +125,10 @@ def _export(data: bytes, path: Path) -> Iterator[tuple[str, bytes]]:
             for info in parts:
                 where = f"{str(path)!r}: {info.filename!r}"
                 if info.file_size > MAX_FILE:
-                    raise InputError(f"{where} is {info.file_size:,} bytes unzipped, more than "
-                                     f"the {MAX_FILE:,} read")  # fmt: skip
+                    raise InputError(
+                        f"{where} is {info.file_size:,} bytes unzipped, more than "
+                        f"the {MAX_FILE:,} read"
+                    )
                 with archive.open(info) as member:
                     part = read_at_most(member, MAX_FILE)
                 if part is None:
@@ -133,8 +139,14 @@ def _export(data: bytes, path: Path) -> Iterator[tuple[str, bytes]]:
                         f"{str(path)!r} unzips to more than the {MAX_UNZIPPED:,} bytes read"
                     )
                 yield info.filename, without_bom(part)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
-            EOFError, zlib.error) as exc:  # fmt: skip
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        NotImplementedError,
+        RuntimeError,
+        EOFError,
+        zlib.error,
+    ) as exc:
         raise InputError(f"{str(path)!r} is not a zip that can be read: {exc}") from None
 
 

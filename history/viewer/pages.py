@@ -85,12 +85,21 @@ async def thread(request: Request, history: History) -> Response:
     steps = await _steps(history, zoomed)
     drawn = page.drawn
     return render(
-        request, "thread.html", page=page, query=query, zoomed=zoomed, agent=agent, href=href,
+        request,
+        "thread.html",
+        page=page,
+        query=query,
+        zoomed=zoomed,
+        agent=agent,
+        href=href,
         outline=place(drawn.outline, drawn.span, top=None),
-        boxes=place(drawn.boxes, drawn.span, top=drawn.top), height=height(drawn.top),
-        children=[], thread=name, steps=steps,
+        boxes=place(drawn.boxes, drawn.span, top=drawn.top),
+        height=height(drawn.top),
+        children=[],
+        thread=name,
+        steps=steps,
         generations=await _generations(history, name, label, agent) if label else (),
-    )  # fmt: skip
+    )
 
 
 async def open_node(request: Request, history: History) -> Response:
@@ -107,10 +116,16 @@ async def open_node(request: Request, history: History) -> Response:
     top = max(outline.boundary.bit_length() - 1, 0)
     earlier = await _generations(history, name, request.path_params["label"], agent)
     return render(
-        request, "open.html", thread=name, zoomed=zoomed, agent=agent, href=href,
-        steps=await _steps(history, zoomed), generations=earlier,
+        request,
+        "open.html",
+        thread=name,
+        zoomed=zoomed,
+        agent=agent,
+        href=href,
+        steps=await _steps(history, zoomed),
+        generations=earlier,
         children=[] if agent else place(boxes, outline.boundary, top=top),
-    )  # fmt: skip
+    )
 
 
 async def _generations(
@@ -152,9 +167,16 @@ async def prompt(request: Request, history: History) -> Response:
             total += piece.tokens
             parts.append((piece, total <= result.request.measured.cached))
     return render(
-        request, "prompt.html", thread=name, model=model, models=MODELS, agent=agent or "",
-        result=result, parts=parts, href=href,
-    )  # fmt: skip
+        request,
+        "prompt.html",
+        thread=name,
+        model=model,
+        models=MODELS,
+        agent=agent or "",
+        result=result,
+        parts=parts,
+        href=href,
+    )
 
 
 async def over_time(request: Request, history: History) -> Response:
@@ -165,6 +187,12 @@ async def over_time(request: Request, history: History) -> Response:
     name = await resolve(history.store, request.path_params["thread"])
     line = await timeline(history.store, name)
     return render(
-        request, "time.html", thread=name, line=line, chart=chart(line), width=WIDTH,
-        height=HEIGHT, href=href,
-    )  # fmt: skip
+        request,
+        "time.html",
+        thread=name,
+        line=line,
+        chart=chart(line),
+        width=WIDTH,
+        height=HEIGHT,
+        href=href,
+    )

@@ -101,8 +101,12 @@ def chart(line: Timeline) -> Chart | None:
 
     shown = [m for m in line.moves if m.seq >= first]
     return Chart(
-        tokens=polyline("tokens", most_tokens), bytes=polyline("bytes", most_bytes),
-        most_tokens=most_tokens, most_bytes=most_bytes,
+        tokens=polyline("tokens", most_tokens),
+        bytes=polyline("bytes", most_bytes),
+        most_tokens=most_tokens,
+        most_bytes=most_bytes,
         cuts=tuple(x(m.seq) for m in shown if m.cut),
-        folds=tuple(x(m.seq) for m in shown if m.folded), first=first, last=last,
-    )  # fmt: skip
+        folds=tuple(x(m.seq) for m in shown if m.folded),
+        first=first,
+        last=last,
+    )
