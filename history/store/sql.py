@@ -40,24 +40,23 @@ from ..contract import (
 )
 from ..errors import StoreError
 from ..generated import Generation, Name
-from . import changes, ranking, records, rows
+from . import changes, records, rows
 from .adapter import Body, Database, Transaction
 from .claims import LEASE, Claim, Claims
 from .queries import Dialect
 from .records import Loaded, ThreadRecords
 from .rows import Row
-from .searching import SearchReads
+from .search import ranking
+from .search.indexing import index, index_lines, index_thread, post
+from .search.reads import SearchReads
+from .search.rows import stored_search_rows, unposted_row
 from .writes import (
     Move,
     apply,
     foreign,
-    index,
-    index_lines,
-    index_thread,
     insert_calls,
     move_from_row,
     move_row,
-    post,
     thread_records,
 )
 
@@ -359,7 +358,7 @@ class SQLStore:
             "thread": before.thread, "epoch": before.epoch, "version": before.version,
         }  # fmt: skip
         language = self.language
-        searched = rows.stored_search_rows(processed, language)  # stemmed before it begins
+        searched = stored_search_rows(processed, language)  # stemmed before it begins
 
         async def write(tx: Transaction) -> None:
             await self._claims.check(tx, before.thread)
@@ -412,7 +411,7 @@ class SQLStore:
             if (idx := s.step_index if s.message.step else s.index) is not None
         ]
         # Their postings, by the stems their rows were made of (a posted row keeps no words).
-        postings = [rows.unposted_row(r) for r in rows.stored_search_rows(gone, self.language)]
+        postings = [unposted_row(r) for r in stored_search_rows(gone, self.language)]
 
         async def delete(tx: Transaction) -> None:
             await tx.lock_thread(thread)  # no message is stored meanwhile

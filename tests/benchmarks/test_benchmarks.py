@@ -33,7 +33,7 @@ from benchmarks.view import chat_history_prompt
 from history import ThreadHistory
 from history.agent.providers import recording_model
 from history.settings import HistorySettings
-from history.store.writes import POSTED_TOGETHER
+from history.store.search.indexing import POSTED_TOGETHER
 
 from ..conftest import Opener, exchange
 from ..stores import run_sql

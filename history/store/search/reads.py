@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from . import ranking, rows
-from .adapter import Transaction
+from .. import rows
+from ..adapter import Transaction
+from . import ranking
 
 
 @dataclass(frozen=True, kw_only=True)
