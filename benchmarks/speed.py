@@ -28,8 +28,9 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from history import prompt_text, terms, view
+from history import prompt_text, view
 from history.contract import Ask, Message, Outline, Stored, Summary, Task
+from history.languages import DEFAULT_LANGUAGE
 from history.plugin import History
 from history.processors.compact import compact
 from history.processors.summarize import Nodes
@@ -168,7 +169,7 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
         )  # fmt: skip
         out.threads.append(m.thread)
         out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
-        found = stored_search_rows([stored], terms.DEFAULT_LANGUAGE)
+        found = stored_search_rows([stored], DEFAULT_LANGUAGE)
         out.indexed.append(
             (insert_search.args(found[0]), insert_pending.args(found[0])) if found else None
         )

@@ -25,7 +25,6 @@ from typing import Any
 
 import anyio
 
-from .. import terms
 from ..contract import (
     About,
     Ask,
@@ -40,6 +39,7 @@ from ..contract import (
 )
 from ..errors import StoreError
 from ..generated import Generation, Name
+from ..languages import DEFAULT_LANGUAGE, check_language
 from . import changes, records, rows
 from .adapter import Body, Database, Transaction
 from .claims import LEASE, Claim, Claims
@@ -98,13 +98,13 @@ class SQLStore:
         """Args:
         database: the dialect's connection.
         lease: seconds a claim on a thread lasts unless renewed (`claims.py`).
-        language: the language search stems in (`history.terms`; `simple` stems nothing);
+        language: the language search stems in (`history.languages`; `simple` stems nothing);
             None for the one the database was indexed in (English for a new one). A read-only
             store searches in the database's.
         """
         self._sql = database
-        self._language = None if language is None else terms.check_language(language)
-        self.language = language or terms.DEFAULT_LANGUAGE
+        self._language = None if language is None else check_language(language)
+        self.language = language or DEFAULT_LANGUAGE
         self.url = database.url
         self.shared = database.shared
         self._claims = Claims(database, lease=lease)
@@ -114,7 +114,7 @@ class SQLStore:
         try:
             if not await self._sql.connect(self._recognise):
                 found = await self._sql.run(lambda tx: tx.fetch("search_language"))
-                self.language = next((r["language"] for r in found), terms.DEFAULT_LANGUAGE)
+                self.language = next((r["language"] for r in found), DEFAULT_LANGUAGE)
                 return
             await self._migrate()
         except BaseException:
@@ -175,7 +175,7 @@ class SQLStore:
         language (a store written by an older version, or opened with another language)."""
         await tx.lock_migrations()
         recorded = [r["language"] for r in await tx.fetch("search_language")]
-        self.language = self._language or next(iter(recorded), terms.DEFAULT_LANGUAGE)
+        self.language = self._language or next(iter(recorded), DEFAULT_LANGUAGE)
         if recorded == [self.language]:
             return
         log.info("indexing %r for search in %s", self.url, self.language)

@@ -288,7 +288,7 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
 
 def test_retrieval_questions_are_worded_unlike_their_answers() -> None:
     from benchmarks import retrieval
-    from history import terms
+    from history.store.search import terms
 
     corpus = corpora.synthetic_corpus(300)
     thread = retrieval.spread(corpus)[0]

@@ -16,14 +16,15 @@ import snowballstemmer
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from history import ConfigurationError, History, HistorySettings, Summary, terms
+from history import ConfigurationError, History, HistorySettings, Summary
 from history.contract import Stored
+from history.languages import SIMPLE, languages
 from history.lines import line_of
 from history.rebuilding import rebuild
 from history.store import Store, open_store
 from history.store import rows as store_rows
 from history.store.queries import QUERIES as STATEMENTS
-from history.store.search import indexing, ranking
+from history.store.search import indexing, ranking, terms
 from history.store.search.rows import message_search_row
 
 from ..chats import SMALL, ingest, long_chat
@@ -71,11 +72,11 @@ def test_a_span_is_indexed_as_its_days_in_words_then_its_text(
     assert terms.indexed(text, first, last, "english") == expected
 
 
-@given(st.integers(min_value=0, max_value=10**30), st.sampled_from(terms.languages()))
+@given(st.integers(min_value=0, max_value=10**30), st.sampled_from(languages()))
 def test_no_stemmer_changes_a_number(number: int, language: str) -> None:
     # What lets the stemmer's cache pass numbers through without asking snowball.
     word = str(number)
-    if language != terms.SIMPLE:
+    if language != SIMPLE:
         assert snowballstemmer.stemmer(language).stemWord(word) == word
     assert terms.stemmer(language)(word) == word
 

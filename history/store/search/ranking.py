@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-from ... import terms as words
 from ...contract import Hit
 from ...lines import label
+from . import terms as words
 
 K1 = 1.2
 B = 0.75

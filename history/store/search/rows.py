@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from ... import terms
 from ...contract import Message, Stored, Summary, format_at
 from ...lines import line_of
 from ..rows import Params
+from . import terms
 
 
 def _search_row(
