@@ -40,14 +40,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from history import search, terms
+from history import search
 from history.agent.lookup import recall_block
 from history.contract import Message, Stored, Summary
+from history.languages import DEFAULT_LANGUAGE
 from history.lines import cut, line_of, one_line
 from history.plugin import History
 from history.settings import HistorySettings
 from history.store import open_store
 from history.store.records import ThreadRecords
+from history.store.search import terms
 
 from .corpora import START, Conversation, Corpus
 from .speed import postgres_schema
@@ -146,7 +148,7 @@ def questions(thread: list[Message], rng: random.Random, per_kind: int) -> list[
     where they have one; a date is named in one of several ways.
     """
     words = [[w for w in terms.words(line_of(m)) if _content(w)] for m in thread]
-    stem = terms.stemmer(terms.DEFAULT_LANGUAGE)
+    stem = terms.stemmer(DEFAULT_LANGUAGE)
     df = Counter(s for ws in words for s in {stem(w) for w in ws})
     found: list[Question] = []
     order = list(range(len(thread)))
@@ -229,7 +231,7 @@ SUFFIXES = ("ing", "ed", "es", "s", "er", "ly", "ion", "ions", "ment", "ation")
 
 def _other_form(word: str) -> str:
     """Another word with the same stem, when a suffix makes one; else the word itself."""
-    stem = terms.stemmer(terms.DEFAULT_LANGUAGE)
+    stem = terms.stemmer(DEFAULT_LANGUAGE)
     bases = [word] + [word[: -len(s)] for s in SUFFIXES if word.endswith(s)]
     bases += [b + "e" for b in bases[1:]]
     for base in bases:

@@ -28,15 +28,18 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from history import prompt_text, terms, view
+from history import prompt_text, view
 from history.contract import Ask, Message, Outline, Stored, Summary, Task
+from history.languages import DEFAULT_LANGUAGE
 from history.plugin import History
 from history.processors.compact import compact
 from history.processors.summarize import Nodes
 from history.processors.weight import weight
 from history.settings import HistorySettings
-from history.store import open_store, rows, writes
+from history.store import open_store, rows
 from history.store.queries import QUERIES, Dialect
+from history.store.search import indexing
+from history.store.search.rows import stored_search_rows
 from history.store.sqlite import WRITING, SQLiteStore
 from history.summarizer import Scripted, write
 from history.trace import snapshot
@@ -122,7 +125,7 @@ class Rows:
     indexed: list[Indexed | None]
     due: list[str | None]
     """The thread whose postings are written after each message: once they are due
-    (`writes.due`), as the store writes them."""
+    (`indexing.due`), as the store writes them."""
 
     def part(self, start: int, stop: int) -> Rows:
         return Rows(
@@ -166,13 +169,13 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
         )  # fmt: skip
         out.threads.append(m.thread)
         out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
-        found = rows.stored_search_rows([stored], terms.DEFAULT_LANGUAGE)
+        found = stored_search_rows([stored], DEFAULT_LANGUAGE)
         out.indexed.append(
             (insert_search.args(found[0]), insert_pending.args(found[0])) if found else None
         )
         count, held = waiting.get(m.thread, (0, 0))
         waiting[m.thread] = (count + bool(found), held + (found[0]["length"] if found else 0))
-        posts = writes.due(seq + 1, *waiting[m.thread])
+        posts = indexing.due(seq + 1, *waiting[m.thread])
         out.due.append(m.thread if posts else None)
         if posts:
             waiting[m.thread] = (0, 0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from history.store import writes
+from history.store.search import indexing
 
 from .cache import OPENAI_MINIMUM
 from .cost import FLOORS, Run
@@ -264,7 +264,7 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
             "steps for the next seq, index and call number in a thread of 20 messages and "
             "in one of 5,000."
         )
-        batch = writes.POSTED_TOGETHER
+        batch = indexing.POSTED_TOGETHER
         for i in over:
             per_thread = i.messages // i.threads
             if per_thread > batch * 4:
@@ -273,8 +273,8 @@ def ingest_flat(scale: Scale, *, limit: float = 1.3) -> Target:
                     "a batch inserts each of its terms into the thread's B-tree of postings, "
                     "and the pages it changes grow with the thread until each term is on a page "
                     "of its own. Batches grow with the thread to keep a message's share flat "
-                    f"(a {writes.POSTED_SHARE}th of it, up to {writes.POSTED_MOST} messages or "
-                    f"{writes.POSTED_TERMS:,} terms); what is left is the B-tree deepening, as "
+                    f"(a {indexing.POSTED_SHARE}th of it, up to {indexing.POSTED_MOST} messages or "
+                    f"{indexing.POSTED_TERMS:,} terms); what is left is the B-tree deepening, as "
                     "the logarithm of the thread's length, not as a scan of it."
                 )
             elif i.asks:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
-from .terms import check_language
+from .languages import check_language
 
 if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings

@@ -118,7 +118,7 @@ def test_no_module_imports_in_a_circle() -> None:
 
 FLOORS = (
     ("data", ("history.contract", "history._checks", "history.processing", "history.settings",
-              "history.lines", "history.errors", "history.terms", "history.limits",
+              "history.lines", "history.errors", "history.languages", "history.limits",
               "history.generated")),
     ("processors", ("history.processors",)),
     ("store", ("history.store",)),

@@ -106,7 +106,7 @@ async def zoom(
 async def search(
     history: History, thread: str, query: str, *, limit: int = 10, agent: str | None = None
 ) -> list[Hit]:
-    """The thread's messages and lines that match `query`, ranked as `history.store.ranking`
+    """The thread's messages and lines that match `query`, ranked as `history.store.search.ranking`
     says: at most `limit` distinct hits, the best first.
 
     A line is listed only when it holds a word of the query that no better hit holds. A hit's

@@ -27,7 +27,7 @@ class Store(Protocol):
 
     url: str
     language: str
-    """The language search stems in (`history.terms`), known once open. Every process sharing
+    """The language search stems in (`history.languages`), known once open. Every process sharing
     a store must ask for the same one, or each indexes the store again when it opens."""
     shared: bool
     """Other processes may process the same threads: each claim starts from what is committed."""

@@ -15,7 +15,8 @@ from .adapter import Transaction
 from .consistency import LARGEST
 from .kept import generation_from_row, generation_row, name_from_row
 from .records import ThreadRecords
-from .writes import index_lines, post
+from .search.indexing import index_lines, post
+from .search.rows import line_stems, unposted_row
 
 
 class Stale(Exception):
@@ -162,13 +163,13 @@ async def reindex(tx: Transaction, thread: str, current: Sequence[Summary], lang
     )  # fmt: skip
     stems: dict[tuple[str, int, int], set[str]] = {}
     for r in found:
-        made = rows.line_stems(r["text"], r["since"], r["at"], language)
+        made = line_stems(r["text"], r["since"], r["at"], language)
         stems.setdefault((r["agent"], r["level"], r["idx"]), set()).update(made)
     held = [
         (key, stems.get((n.agent, n.level, n.index))) for key, n in zip(keys, current, strict=True)
     ]
     await tx.executemany(
-        "unpost", [rows.unposted_row({**key, "line": True}, sorted(s)) for key, s in held if s]
+        "unpost", [unposted_row({**key, "line": True}, sorted(s)) for key, s in held if s]
     )
     await tx.executemany("unindex_line", keys)
     await index_lines(tx, thread, current, language)

@@ -85,7 +85,7 @@ class PostgresStore(SQLStore):
         """Args:
         url: a `postgresql://` URL; its query parameters are server settings (`search_path`).
         pool: the most connections this store opens at once.
-        language: the language search stems in (`history.terms`); see `SQLStore`.
+        language: the language search stems in (`history.languages`); see `SQLStore`.
         create: make the store's tables where the schema has none; False refuses such a schema.
         read_only: only read (implies not `create`): a store whose migrations are all applied
             is read as it is, so a role that may only SELECT reads it; an older one is migrated.

@@ -24,7 +24,6 @@ from typing import Any
 
 import anyio
 
-from .. import terms
 from ..contract import (
     About,
     Ask,
@@ -39,23 +38,23 @@ from ..contract import (
 )
 from ..errors import StoreError
 from ..generated import Generation, Name
-from . import changes, migrations, ranking, records, rows
+from ..languages import DEFAULT_LANGUAGE, check_language
+from . import changes, migrations, records, rows
 from .adapter import Database, Transaction
 from .claims import LEASE, Claim, Claims
 from .records import Loaded, ThreadRecords
 from .rows import Row
-from .searching import SearchReads
+from .search import ranking
+from .search.indexing import index, index_lines, index_thread, post
+from .search.reads import SearchReads
+from .search.rows import stored_search_rows, unposted_row
 from .writes import (
     Move,
     apply,
     foreign,
-    index,
-    index_lines,
-    index_thread,
     insert_calls,
     move_from_row,
     move_row,
-    post,
     thread_records,
 )
 
@@ -97,13 +96,13 @@ class SQLStore:
         """Args:
         database: the dialect's connection.
         lease: seconds a claim on a thread lasts unless renewed (`claims.py`).
-        language: the language search stems in (`history.terms`; `simple` stems nothing);
+        language: the language search stems in (`history.languages`; `simple` stems nothing);
             None for the one the database was indexed in (English for a new one). A read-only
             store searches in the database's.
         """
         self._sql = database
-        self._language = None if language is None else terms.check_language(language)
-        self.language = language or terms.DEFAULT_LANGUAGE
+        self._language = None if language is None else check_language(language)
+        self.language = language or DEFAULT_LANGUAGE
         self.url = database.url
         self.shared = database.shared
         self._claims = Claims(database, lease=lease)
@@ -113,7 +112,7 @@ class SQLStore:
         try:
             if not await self._sql.connect(partial(migrations.applied, self._sql)):
                 found = await self._sql.run(lambda tx: tx.fetch("search_language"))
-                self.language = next((r["language"] for r in found), terms.DEFAULT_LANGUAGE)
+                self.language = next((r["language"] for r in found), DEFAULT_LANGUAGE)
                 return
             await migrations.migrate(self._sql)
             await self._sql.run(self._index, mode="write")
@@ -135,7 +134,7 @@ class SQLStore:
         language (a store written by an older version, or opened with another language)."""
         await tx.lock_migrations()
         recorded = [r["language"] for r in await tx.fetch("search_language")]
-        self.language = self._language or next(iter(recorded), terms.DEFAULT_LANGUAGE)
+        self.language = self._language or next(iter(recorded), DEFAULT_LANGUAGE)
         if recorded == [self.language]:
             return
         log.info("indexing %r for search in %s", self.url, self.language)
@@ -318,7 +317,7 @@ class SQLStore:
             "thread": before.thread, "epoch": before.epoch, "version": before.version,
         }  # fmt: skip
         language = self.language
-        searched = rows.stored_search_rows(processed, language)  # stemmed before it begins
+        searched = stored_search_rows(processed, language)  # stemmed before it begins
 
         async def write(tx: Transaction) -> None:
             await self._claims.check(tx, before.thread)
@@ -371,7 +370,7 @@ class SQLStore:
             if (idx := s.step_index if s.message.step else s.index) is not None
         ]
         # Their postings, by the stems their rows were made of (a posted row keeps no words).
-        postings = [rows.unposted_row(r) for r in rows.stored_search_rows(gone, self.language)]
+        postings = [unposted_row(r) for r in stored_search_rows(gone, self.language)]
 
         async def delete(tx: Transaction) -> None:
             await tx.lock_thread(thread)  # no message is stored meanwhile

@@ -84,7 +84,7 @@ class SQLiteStore(SQLStore):
             refuses a missing or empty file instead.
         read_only: only read (implies not `create`): a store of ours whose migrations are all
             applied is read through a read-only connection, so a read-only mount serves too.
-        language: the language search stems in (`history.terms`); see `SQLStore`.
+        language: the language search stems in (`history.languages`); see `SQLStore`.
         lease: seconds a claim on a thread lasts unless renewed; see `SQLStore`.
         """
         database = SQLite(path, create=create, read_only=read_only)

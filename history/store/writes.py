@@ -1,6 +1,5 @@
 """What a write transaction writes besides its own statements, shared by the store's methods:
-a commit's move and calls, the search rows of what it indexes and their postings, and a
-thread's records read for an export and written by a load.
+a commit's move and calls, and a thread's records read for an export and written by a load.
 
 A move is one row per commit that changed a thread's lines (`collections/move.sql`), so the
 viewer can draw the thread's tail and outline over time without replaying it: between two
@@ -11,8 +10,8 @@ The pure part of a load, `records.plan`, decides; these read and write what it n
 dialect's `Transaction`. A load holds each thread's lock (the one `add` and `erase` take) and its
 outline row (the one a commit updates), so nothing of the thread changes between what is planned
 and what is written. A load indexes for search the summaries it writes and the messages its
-outline has processed, as a commit indexes the lines it writes and the messages it processes;
-the postings of what is indexed are written in batches (`post`).
+outline has processed, as a commit indexes the lines it writes and the messages it processes
+(`search.indexing`).
 """
 
 from __future__ import annotations
@@ -20,40 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..contract import Outline, Summary
+from ..contract import Outline
 from . import records, rows
 from .adapter import Transaction
 from .kept import generation_from_row, name_from_row
 from .records import ThreadRecords
 from .rows import Params, Row
-
-POSTED_TOGETHER = 64
-"""The fewest of a thread's messages whose search rows a commit leaves waiting for their
-postings (a search reads their words). The lines written meanwhile wait with them: a line is a
-few dozen words, two or so for every message that leaves the tail, and a batch costs most of
-what it costs whatever its size (it changes a page for nearly every term it posts), so lines
-starting batches of their own made half again as many."""
-POSTED_SHARE = 200
-"""A batch is at least this share of its thread's messages (one in 200, so from the 12,800th
-message on it is more than `POSTED_TOGETHER`). The pages a batch changes grow with the thread's
-postings, until each of its terms is on a page of its own: a batch that grows with the thread
-keeps what a message's postings cost flat (with 64 at every length, a message of the last ten
-thousand of a thread of 100,000 cost 1.23 times one of its first ten thousand)."""
-POSTED_MOST = 256
-"""However long the thread, a batch is written once this many of its messages wait: the commit
-that writes one holds the store's write lock (a batch of 256 took 0.3 s in a thread of 100,000
-messages, against 0.1 s for 64, and 0.45 s for 512 with no flatter cost)."""
-POSTED_TERMS = 65_536
-"""Or sooner, once the waiting messages hold this many terms: a search reads the words of every
-waiting row, and 65,536 terms are about 1.3 MB of words (64 messages of five thousand words
-were 6.5 MB)."""
-
-
-def due(length: int, waiting: int, terms: int) -> bool:
-    """Whether the postings of a thread of `length` messages are written, with `waiting` of its
-    messages waiting for them and holding `terms` terms."""
-    batch = min(POSTED_MOST, max(POSTED_TOGETHER, length // POSTED_SHARE))
-    return waiting >= batch or terms >= POSTED_TERMS
+from .search.indexing import index, index_lines, post
+from .search.rows import stored_search_rows
 
 
 async def store_message(tx: Transaction, message: Params, outline: Params) -> Row | None:
@@ -129,51 +102,6 @@ def move_from_row(row: Row) -> Move:
     )
 
 
-async def post(tx: Transaction, thread: str, *, length: int | None = None) -> None:
-    """Write the postings of the thread's search rows that wait for them: all of them, or, given
-    the thread's `length` in messages, only when they are `due` (lines do not count: they go
-    with the messages' batch)."""
-    if length is not None:
-        found = await tx.one("unposted", thread=thread)
-        if found is None or not due(length, found["count"], found["terms"]):
-            return
-    await tx.execute("post_words", thread=thread)
-    await tx.execute("post_search", thread=thread)
-    await tx.execute("mark_posted", thread=thread)
-    await tx.execute("unpend", thread=thread)
-
-
-async def index(tx: Transaction, found: Sequence[Params]) -> None:
-    """Write search rows (`rows.*_search_rows`), their words waiting for their postings."""
-    await tx.executemany("insert_search", found)
-    await tx.executemany("insert_search_pending", found)
-
-
-async def index_lines(
-    tx: Transaction, thread: str, nodes: Sequence[Summary], language: str
-) -> None:
-    """Index lines for search, with the days from their first message's to their own."""
-    if not nodes:
-        return
-    found = await tx.fetch("first_at", thread=thread, indexes=rows.first_indexes(nodes))
-    firsts = {r["idx"]: r["at"] for r in found}
-    await index(tx, rows.line_search_rows(nodes, firsts, language))
-
-
-async def index_thread(tx: Transaction, thread: str, language: str) -> None:
-    """Index a thread's processed messages and its lines for search (the index being made
-    again)."""
-    messages = await tx.fetch("processed_messages", thread=thread)
-    nodes = await tx.fetch("summaries", thread=thread)
-    found = rows.thread_search_rows(
-        [rows.stored_from_row(r) for r in messages],
-        [rows.summary_from_row(r) for r in nodes],
-        language,
-    )
-    await index(tx, found)
-    await post(tx, thread)
-
-
 async def thread_records(tx: Transaction, thread: str, *, lock: bool) -> ThreadRecords | None:
     """Everything stored for the thread; None when nothing is.
 
@@ -235,7 +163,7 @@ async def apply(tx: Transaction, plan: records.Plan, language: str) -> None:
         "insert_loaded_message",
         [rows.loaded_message_row(s, plan.natives.get(s.message.id)) for s in plan.messages],
     )
-    await index(tx, rows.stored_search_rows(plan.indexed, language))
+    await index(tx, stored_search_rows(plan.indexed, language))
     await tx.executemany("insert_summary", [rows.summary_row(node) for node in plan.summaries])
     await index_lines(tx, plan.thread, plan.summaries, language)
     await post(tx, plan.thread)

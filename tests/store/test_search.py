@@ -16,13 +16,16 @@ import snowballstemmer
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from history import ConfigurationError, History, HistorySettings, Summary, terms
+from history import ConfigurationError, History, HistorySettings, Summary
 from history.contract import Stored
+from history.languages import SIMPLE, languages
 from history.lines import line_of
 from history.rebuilding import rebuild
-from history.store import Store, migrations, open_store, ranking, writes
+from history.store import Store, migrations, open_store
 from history.store import rows as store_rows
 from history.store.queries import QUERIES as STATEMENTS
+from history.store.search import indexing, ranking, terms
+from history.store.search.rows import message_search_row
 
 from ..chats import SMALL, ingest, long_chat
 from ..conftest import START, exchange, message
@@ -69,11 +72,11 @@ def test_a_span_is_indexed_as_its_days_in_words_then_its_text(
     assert terms.indexed(text, first, last, "english") == expected
 
 
-@given(st.integers(min_value=0, max_value=10**30), st.sampled_from(terms.languages()))
+@given(st.integers(min_value=0, max_value=10**30), st.sampled_from(languages()))
 def test_no_stemmer_changes_a_number(number: int, language: str) -> None:
     # What lets the stemmer's cache pass numbers through without asking snowball.
     word = str(number)
-    if language != terms.SIMPLE:
+    if language != SIMPLE:
         assert snowballstemmer.stemmer(language).stemWord(word) == word
     assert terms.stemmer(language)(word) == word
 
@@ -328,21 +331,21 @@ async def test_lines_are_posted_with_the_messages(database: str) -> None:
             ("8+1", "S8")
         ]
     # The batch that the 64th waiting message started took the lines with it.
-    assert await count("NOT posted AND NOT line") < writes.POSTED_TOGETHER
+    assert await count("NOT posted AND NOT line") < indexing.POSTED_TOGETHER
     assert await count("posted AND line") > 40
 
 
 def test_a_batch_of_postings_grows_with_its_thread_up_to_a_bound() -> None:
-    short = 150 * writes.POSTED_TOGETHER  # terms of messages of a hundred and fifty words
-    assert not writes.due(1_000, writes.POSTED_TOGETHER - 1, short)
-    assert writes.due(1_000, writes.POSTED_TOGETHER, short)
-    share = 40_000 // writes.POSTED_SHARE  # a batch of a long thread is a share of it
-    assert writes.POSTED_TOGETHER < share < writes.POSTED_MOST
-    assert not writes.due(40_000, share - 1, 100 * share)
-    assert writes.due(40_000, share, 100 * share)
-    assert not writes.due(10**9, writes.POSTED_MOST - 1, 0)
-    assert writes.due(10**9, writes.POSTED_MOST, 0)
-    assert writes.due(1_000, 3, writes.POSTED_TERMS)  # long messages: the words bound them
+    short = 150 * indexing.POSTED_TOGETHER  # terms of messages of a hundred and fifty words
+    assert not indexing.due(1_000, indexing.POSTED_TOGETHER - 1, short)
+    assert indexing.due(1_000, indexing.POSTED_TOGETHER, short)
+    share = 40_000 // indexing.POSTED_SHARE  # a batch of a long thread is a share of it
+    assert indexing.POSTED_TOGETHER < share < indexing.POSTED_MOST
+    assert not indexing.due(40_000, share - 1, 100 * share)
+    assert indexing.due(40_000, share, 100 * share)
+    assert not indexing.due(10**9, indexing.POSTED_MOST - 1, 0)
+    assert indexing.due(10**9, indexing.POSTED_MOST, 0)
+    assert indexing.due(1_000, 3, indexing.POSTED_TERMS)  # long messages: the words bound them
 
 
 async def test_a_commit_writes_the_postings_when_due_for_its_threads_length(
@@ -350,8 +353,8 @@ async def test_a_commit_writes_the_postings_when_due_for_its_threads_length(
 ) -> None:
     # Batches of at least 4 messages and a quarter of the thread, so that a short thread
     # shows its batches growing.
-    monkeypatch.setattr(writes, "POSTED_TOGETHER", 4)
-    monkeypatch.setattr(writes, "POSTED_SHARE", 4)
+    monkeypatch.setattr(indexing, "POSTED_TOGETHER", 4)
+    monkeypatch.setattr(indexing, "POSTED_SHARE", 4)
     settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
     waiting, batches = 0, []
     async with History(settings, store=database) as history:
@@ -359,7 +362,7 @@ async def test_a_commit_writes_the_postings_when_due_for_its_threads_length(
             await history.message_created(m)
             await history.wait()  # one commit a message, nothing leaves the tail
             waiting += 1
-            if writes.due(length, waiting, 0):
+            if indexing.due(length, waiting, 0):
                 batches.append(waiting)
                 waiting = 0
             assert await anyio.to_thread.run_sync(unposted, database) == waiting
@@ -368,14 +371,14 @@ async def test_a_commit_writes_the_postings_when_due_for_its_threads_length(
 
 async def test_long_messages_are_posted_before_a_batch_of_them_waits(database: str) -> None:
     settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
-    long = " ".join(f"w{k}" for k in range(writes.POSTED_TERMS // 8))  # 8 reach the bound
+    long = " ".join(f"w{k}" for k in range(indexing.POSTED_TERMS // 8))  # 8 reach the bound
     async with History(settings, store=database) as history:
         for m in exchange([f"{long} venue{k}" for k in range(10)]):
             await history.message_created(m)
             await history.wait()
         first = await history.store.search("t", "venue0", 5)
         last = await history.store.search("t", "venue9", 5)
-    assert 0 < await anyio.to_thread.run_sync(unposted, database) < 20 < writes.POSTED_TOGETHER
+    assert 0 < await anyio.to_thread.run_sync(unposted, database) < 20 < indexing.POSTED_TOGETHER
     posted = await anyio.to_thread.run_sync(
         run_sql, database, "SELECT idx, posted FROM search WHERE NOT line AND idx IN (0, 18)"
     )
@@ -395,7 +398,7 @@ async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database
         records = await history.store.export_thread("t")
     # 80 messages, no lines: a commit that left 64 or more waiting wrote their postings (how
     # many wait now depends on how the messages were batched, which follows the machine).
-    assert await anyio.to_thread.run_sync(unposted, database) < writes.POSTED_TOGETHER
+    assert await anyio.to_thread.run_sync(unposted, database) < indexing.POSTED_TOGETHER
     assert records is not None
     async with opened(":memory:") as copy:  # a load writes every row's postings
         await copy.load_records([records])
@@ -448,7 +451,7 @@ def test_a_store_whose_triggers_wrote_the_postings_is_upgraded_and_searched(
         sent = message(k, text)
         stored = Stored(message=sent, seq=k, index=k, weight=5)
         db.execute(insert.text, insert.args(store_rows.loaded_message_row(stored)))
-        row = {**store_rows.message_search_row(sent, k, "english"), "text": line_of(sent)}
+        row = {**message_search_row(sent, k, "english"), "text": line_of(sent)}
         db.execute(  # as the store wrote it then: its trigger wrote the postings
             "INSERT INTO search (thread, agent, line, level, idx, message, since, at, text, "
             "words, length) VALUES (:thread, :agent, :line, :level, :idx, :message, :since, "

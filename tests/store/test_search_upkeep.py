@@ -12,7 +12,8 @@ import pytest
 
 from history.agent.lookup import search
 from history.contract import Reply, Task
-from history.store import open_store, writes
+from history.store import open_store
+from history.store.search import indexing
 
 from ..conftest import Opener, exchange, message
 from ..stores import run_sql
@@ -40,7 +41,7 @@ class Words:
 @pytest.fixture
 def posted_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every commit writes its postings: the rows taken back or indexed again are posted."""
-    monkeypatch.setattr(writes, "POSTED_TOGETHER", 1)
+    monkeypatch.setattr(indexing, "POSTED_TOGETHER", 1)
 
 
 def postings(database: str, stem: str) -> int:

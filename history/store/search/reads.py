@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from . import ranking, rows
-from .adapter import Transaction
+from .. import rows
+from ..adapter import Transaction
+from . import ranking
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,13 +48,11 @@ class SearchReads:
         )  # fmt: skip
         return [r["idx"] for r in found]
 
-    async def held(
-        self, agent: str, keys: Sequence[tuple[str, bool, int, int]]
-    ) -> list[tuple[Any, ...]]:
+    async def held(self, agent: str, keys: Sequence[ranking.Posting]) -> list[tuple[Any, ...]]:
         found = await self.tx.fetch(
             "search_held", thread=self.thread, agent=agent, keys=[list(key) for key in keys],
-            key_terms=[k[0] for k in keys], key_lines=[k[1] for k in keys],
-            key_levels=[k[2] for k in keys], key_indexes=[k[3] for k in keys],
+            key_terms=[k.term for k in keys], key_lines=[k.line for k in keys],
+            key_levels=[k.level for k in keys], key_indexes=[k.index for k in keys],
         )  # fmt: skip
         return _columns(found, "term", "line", "level", "idx", "n")
 
@@ -76,8 +75,8 @@ class SearchReads:
     async def details(self, keys: Sequence[ranking.Key]) -> list[tuple[Any, ...]]:
         found = await self.tx.fetch(
             "search_details", thread=self.thread, keys=[list(key) for key in keys],
-            key_agents=[k[0] for k in keys], key_lines=[k[1] for k in keys],
-            key_levels=[k[2] for k in keys], key_indexes=[k[3] for k in keys],
+            key_agents=[k.agent for k in keys], key_lines=[k.line for k in keys],
+            key_levels=[k.level for k in keys], key_indexes=[k.index for k in keys],
         )  # fmt: skip
         return [
             (

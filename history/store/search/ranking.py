@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-from .. import terms as words
-from ..contract import Hit
-from ..lines import label
+from ...contract import Hit
+from ...lines import label
+from . import terms as words
 
 K1 = 1.2
 B = 0.75
@@ -49,14 +49,41 @@ CANDIDATES = 500
 COUNTED = 5_000
 """How many of a stem's postings are counted for its rarity; past that it is estimated."""
 
-Key = tuple[str, bool, int, int]
-"""A row of the index: agent, line or message, level, index."""
+
+class Key(NamedTuple):
+    """A row of the index."""
+
+    agent: str
+    """`''` for the shared rows."""
+    line: bool
+    """A line, or a message."""
+    level: int
+    index: int  # type: ignore[assignment]  # the row's index, in place of tuple.index
+
+
 Position = tuple[str, int]
-"""A message's place: its agent (`''` for shared) and its index."""
+"""A message's place: its agent (`''` for shared) and its index. Only ever taken apart whole
+(`for agent, index in ...`), and made for each of the windows' lookups, where a named tuple
+would slow `rank` by a third."""
 Counts = Mapping[str, int]
 """The query stems a row holds, with how often (the others left out)."""
-Place = tuple[int, str]
-"""A row ranking weighs: its length in terms and its `at`."""
+
+
+class Place(NamedTuple):
+    """A row ranking weighs."""
+
+    length: int
+    """Its length in terms."""
+    at: str
+
+
+class Posting(NamedTuple):
+    """A posting looked for: a term, and the row (of one agent) that may hold it."""
+
+    term: str
+    line: bool
+    level: int
+    index: int  # type: ignore[assignment]  # the row's index, in place of tuple.index
 
 
 class Candidate(NamedTuple):
@@ -104,9 +131,8 @@ class Reads(Protocol):
         """The indexes of the agent's messages holding two or more of `terms`, among each
         term's newest `cap` postings, newest first, up to `limit`."""
 
-    async def held(self, agent: str, keys: Sequence[tuple[str, bool, int, int]]) -> Rows:
-        """`term, line, level, idx, n` of the agent's postings at `keys` (term, line, level,
-        idx) that exist."""
+    async def held(self, agent: str, keys: Sequence[Posting]) -> Rows:
+        """`term, line, level, idx, n` of the agent's postings at `keys` that exist."""
 
     async def postings(self, agent: str, terms: Sequence[str]) -> Sequence[Sequence[Any]]:
         """`term, line, level, idx, n, length, at` of the postings of one agent's terms, with
@@ -171,9 +197,9 @@ async def search(
     if not counts:
         return []
     for a in agents:
-        indexes = wanted(counts, a) - {k[3] for k in places if k[0] == a and not k[1]}
+        indexes = wanted(counts, a) - {k.index for k in places if k.agent == a and not k.line}
         for index, length, at in await reads.places(a, sorted(indexes)) if indexes else []:
-            places[(a, False, 0, index)] = (length, at)
+            places[Key(a, False, 0, index)] = Place(length, at)
         partly = {stem for _, stem in frequent[a]}
         await _fill(reads, a, partly, waiting[a], counts, places)
     messages, lines = corpora([row for a in agents for row in sized[a]])
@@ -189,13 +215,35 @@ async def search(
         frequent={k: holding[k] for k in capped},
     )
     read = await reads.details([r.key for r in ranked]) if ranked else []
-    details = {(a, bool(line), level, i): row for a, line, level, i, *row in read}
+    details = {Key(a, bool(line), level, i): row for a, line, level, i, *row in read}
     return [_hit(r, *details[r.key]) for r in ranked if r.key in details]
 
 
-Match = tuple[str, bool, int, int, int, int, str]
-"""A row holding a keyed term: the term, line or message, level, index, how often it holds it,
-the row's length and `at`."""
+class Match(NamedTuple):
+    """A row holding a keyed term."""
+
+    term: str
+    line: bool
+    """A line, or a message."""
+    level: int
+    index: int  # type: ignore[assignment]  # the row's index, in place of tuple.index
+    occurrences: int
+    """How often it holds the term."""
+    length: int
+    """The row's length in terms."""
+    at: str
+
+
+class Unposted(NamedTuple):
+    """A row waiting for its postings, as `Reads.unposted` reads it."""
+
+    line: bool
+    level: int
+    index: int  # type: ignore[assignment]  # the row's index, in place of tuple.index
+    words: str
+    """Its terms, spaced (`terms.spaced`)."""
+    length: int
+    at: str
 
 
 async def _gather(
@@ -214,15 +262,17 @@ async def _gather(
     keyed = list(stems)
     # The rows that wait for their postings first: one posted in between is read twice,
     # alike, and none is missed.
-    unposted = await reads.unposted(agent)
+    unposted = [Unposted._make(row) for row in await reads.unposted(agent)]
     waiting: list[Match] = [
-        (term, bool(line), level, index, n, length, at)
-        for line, level, index, held, length, at in unposted
+        Match(term, bool(row.line), row.level, row.index, n, row.length, row.at)
+        for row in unposted
         for term in keyed
-        if (n := held.count(f" {term} "))  # terms are spaced ` a  b `: counted whole, apart
+        if (n := row.words.count(f" {term} "))  # terms are spaced ` a  b `: counted whole, apart
     ]
-    sizes = Counter((m[0], m[1]) for m in waiting)
-    posted_rows = [sizes_of[line].rows - sum(row[0] == line for row in unposted) for line in (0, 1)]
+    sizes = Counter((m.term, m.line) for m in waiting)
+    posted_rows = [
+        sizes_of[line].rows - sum(row.line == line for row in unposted) for line in (0, 1)
+    ]
     for t, line, n, last in await reads.frequencies(agent, keyed, cap=COUNTED):
         if last is not None:  # more than COUNTED: estimated from the one after the last counted
             n = estimate(last, posted_rows[line], COUNTED + 1)
@@ -230,28 +280,28 @@ async def _gather(
             sizes[t, bool(line)] += n
     frequent = {(t, line) for (t, line), n in sizes.items() if n > CANDIDATES}
     partly = {t for t, _ in frequent}
-    found = [m for m in waiting if (m[0], m[1]) not in frequent]
+    found = [m for m in waiting if (m.term, m.line) not in frequent]
     whole = [t for t in keyed if t not in partly]
     found += [_match(r) for r in await reads.postings(agent, whole)] if whole else []
     for t in partly:
         for line in (False, True):
-            mine = [m for m in waiting if (m[0], m[1]) == (t, line)]
+            mine = [m for m in waiting if (m.term, m.line) == (t, line)]
             posted = sizes[t, line] - len(mine)
             if (t, line) in frequent:  # the newest, waiting or posted
                 newest = mine + await _newest(reads, agent, t, line, CANDIDATES)
-                found += sorted(newest, key=lambda m: (m[2], m[3]), reverse=True)[:CANDIDATES]
+                found += sorted(newest, key=lambda m: (m.level, m.index), reverse=True)[:CANDIDATES]
             elif posted:  # all of them (those waiting are found already)
                 found += await _newest(reads, agent, t, line, posted)
-    for term, line, level, index, n, length, at in found:
-        key = (agent, line, level, index)
-        counts.setdefault(key, {})[term] = n
-        places[key] = (length, at)
+    for m in found:
+        key = Key(agent, m.line, m.level, m.index)
+        counts.setdefault(key, {})[m.term] = m.occurrences
+        places[key] = Place(m.length, m.at)
     # Messages holding common stems together are candidates too, however old: a question's
     # words are each in many messages, and together in the one it asks about.
     common = sorted(t for t, line in frequent if not line)
     if len(common) >= 2:
         for index in await reads.together(agent, common, cap=COUNTED, limit=CANDIDATES):
-            counts.setdefault((agent, False, 0, index), {})
+            counts.setdefault(Key(agent, False, 0, index), {})
     held = {(line, t): n for (t, line), n in sizes.items()}
     return {(line, t) for t, line in frequent}, held, waiting
 
@@ -272,7 +322,7 @@ async def _newest(reads: Reads, agent: str, term: str, line: bool, cap: int) -> 
 
 def _match(row: Sequence[Any]) -> Match:
     term, line, level, index, n, length, at = row
-    return term, bool(line), level, index, n, length, at
+    return Match(term, bool(line), level, index, n, length, at)
 
 
 async def _fill(
@@ -286,31 +336,31 @@ async def _fill(
     """Give the agent's candidates and the neighbours their windows weigh their counts of the
     frequent `stems`, whose rows were read only in part: those not read already."""
     missing = [
-        (stem, line, level, index)
-        for a, line, level, index in sorted(places)
-        if a == agent
+        Posting(stem, k.line, k.level, k.index)
+        for k in sorted(places)
+        if k.agent == agent
         for stem in sorted(stems)
-        if stem not in counts.get((a, line, level, index), {})
+        if stem not in counts.get(k, {})
     ]
     if not missing:
         return
     found = [_match((*r, 0, "")) for r in await reads.held(agent, missing)]
-    found += [m for m in waiting if m[0] in stems]
-    for term, line, level, index, n, *_ in found:
-        key = (agent, line, level, index)
+    found += [m for m in waiting if m.term in stems]
+    for m in found:
+        key = Key(agent, m.line, m.level, m.index)
         if key in places:
-            counts.setdefault(key, {})[term] = n
+            counts.setdefault(key, {})[m.term] = m.occurrences
 
 
 def wanted(counts: Mapping[Key, Counts], agent: str) -> set[int]:
     """The indexes of the agent's messages that the windows of its candidates weigh (two either
     side of a message)."""
     return {
-        index + d
-        for a, line, _, index in counts
-        if a == agent and not line
+        k.index + d
+        for k in counts
+        if k.agent == agent and not k.line
         for d in range(-2 * WINDOW, 2 * WINDOW + 1)
-        if index + d >= 0
+        if k.index + d >= 0
     }
 
 
@@ -338,28 +388,28 @@ def rank(
     the stems whose rows were read only in part, by whether they are lines, with how many rows
     hold them: their rarity is taken from these counts."""
     known = frequent or {}
-    said = {(k[0], k[3]): c for k, c in counts.items() if not k[1]}
-    lengths = {(k[0], k[3]): p[0] for k, p in places.items() if not k[1]}
+    said = {(k.agent, k.index): c for k, c in counts.items() if not k.line}
+    lengths = {(k.agent, k.index): p.length for k, p in places.items() if not k.line}
     held = {stem: n for (line, stem), n in known.items() if not line}
     scores = _bm25(said, lengths, messages, held)
     # A window holds a stem when one of its messages does: at most three times as many.
     spread = {stem: min(messages.rows, (2 * WINDOW + 1) * n) for stem, n in held.items()}
     for position, score in _windows(said, messages, lengths, spread).items():
         scores[position] = scores.get(position, 0.0) + score
-    found = {k: c for k, c in counts.items() if k[1]}
-    length = {k: places[k][0] for k in found}
-    stamps = {at: -datetime.fromisoformat(at).timestamp() for _, at in places.values()}
+    found = {k: c for k, c in counts.items() if k.line}
+    length = {k: places[k].length for k in found}
+    stamps = {p.at: -datetime.fromisoformat(p.at).timestamp() for p in places.values()}
     empty: Counts = {}
     # Sorted as tuples: score, then the newest, the lower level and index, messages first.
     ranked: list[Candidate] = [
         Candidate(
-            -score, stamps[places[k][1]], 0, index, False, agent, k, said.get((agent, index), empty)
+            -score, stamps[places[k].at], 0, index, False, agent, k, said.get((agent, index), empty)
         )
         for (agent, index), score in scores.items()
-        for k in [(agent, False, 0, index)]
+        for k in [Key(agent, False, 0, index)]
     ]
     ranked += [
-        Candidate(-score, stamps[places[k][1]], k[2], k[3], True, k[0], k, found[k])
+        Candidate(-score, stamps[places[k].at], k.level, k.index, True, k.agent, k, found[k])
         for k, score in _bm25(
             found, length, lines, {stem: n for (line, stem), n in known.items() if line}
         ).items()
@@ -369,7 +419,7 @@ def rank(
         Ranked(
             score=-r.minus_score,
             key=r.key,
-            at=places[r.key][1],
+            at=places[r.key].at,
             held=frozenset(r.held),
             terms=tuple(word for stem in stems if stem in r.held for word in stems[stem]),
         )
@@ -378,16 +428,16 @@ def rank(
 
 
 def _hit(r: Ranked, message: str | None, since: str, text: str) -> Hit:
-    agent, _, level, index = r.key
+    key = r.key
     return Hit(
-        label=label(level, index, agent=agent),
-        level=level,
-        index=index,
+        label=label(key.level, key.index, agent=key.agent),
+        level=key.level,
+        index=key.index,
         text=text,
         at=datetime.fromisoformat(r.at),
         message=message,
         since=datetime.fromisoformat(since),
-        agent=agent,
+        agent=key.agent,
         terms=r.terms,
         score=r.score,
     )

@@ -12,7 +12,8 @@ Both stores index the same terms, made here, so SQLite and PostgreSQL find and r
   and last days it covers.
 
 In the store each thread's terms are numbered apart for each agent (`search_word`), so a search
-reads the postings of one thread, not of every thread the store holds.
+reads the postings of one thread, not of every thread the store holds. Which languages there are
+is `history.languages`'s, on the data floor, where the settings check theirs.
 """
 
 from __future__ import annotations
@@ -23,11 +24,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from functools import lru_cache
 
-from .errors import ConfigurationError
+from ...languages import SIMPLE
 
-DEFAULT_LANGUAGE = "english"
-SIMPLE = "simple"
-"""The language that stems nothing: words are matched as they are written."""
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
           "september", "october", "november", "december")  # fmt: skip
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -158,22 +156,6 @@ _ORDINAL_IN = re.compile(r"\d(?:st|nd|rd|th)")
 _LATIN_ACCENT = re.compile(r"(?<=[A-Za-z])[\u0300-\u036f]+")
 """Accents on a Latin letter (after NFD); a lookbehind, so a long accented text is folded
 without a group copied per letter (six times faster on a megabyte of them)."""
-
-
-def languages() -> tuple[str, ...]:
-    """The languages search can stem, and `simple`."""
-    import snowballstemmer  # its import loads every language's stemmer: only where needed
-
-    return (SIMPLE, *snowballstemmer.algorithms())
-
-
-def check_language(language: object) -> str:
-    """`language` if search knows it; a ConfigurationError naming the known ones if not."""
-    if not isinstance(language, str) or language not in languages():
-        raise ConfigurationError(
-            f"search_language must be one of {', '.join(languages())}; got {language!r}"
-        )
-    return language
 
 
 @lru_cache(maxsize=64)
