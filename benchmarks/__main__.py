@@ -161,9 +161,13 @@ async def run(config: Config, out: Path, *, command: str) -> Results:
 async def _retrieval(config: Config, found: list[Corpus], folder: Path) -> retrieval.Retrieval:
     log.info("retrieval: %d questions of each kind per conversation", config.questions)
     return await retrieval.run(
-        found, folder, questions=config.questions, sizes=config.search_sizes,
-        queries=config.search_queries, postgres=config.postgres,
-    )  # fmt: skip
+        found,
+        folder,
+        questions=config.questions,
+        sizes=config.search_sizes,
+        queries=config.search_queries,
+        postgres=config.postgres,
+    )
 
 
 def _real(found: Sequence[Corpus]) -> list[str]:
@@ -178,10 +182,16 @@ async def run_retrieval(config: Config, out: Path, *, command: str) -> Results:
     with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
         measured = await _retrieval(config, found, Path(scratch))
     results = Results(
-        config=config, command=command, corpora=found, skipped=skipped, runs=[],
-        retrieval=measured, targets=retrieval.targets(measured, real=_real(found)),
-        seconds=time.perf_counter() - started, load=load,
-    )  # fmt: skip
+        config=config,
+        command=command,
+        corpora=found,
+        skipped=skipped,
+        runs=[],
+        retrieval=measured,
+        targets=retrieval.targets(measured, real=_real(found)),
+        seconds=time.perf_counter() - started,
+        load=load,
+    )
     await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
     return results
 
@@ -204,11 +214,16 @@ async def run_cost(config: Config, out: Path, *, command: str) -> Results:
         "cost_recall": plots.cost_recall(runs, out / "cost-recall.png"),
     }
     results = Results(
-        config=config, command=command, corpora=found, skipped=skipped, runs=runs,
+        config=config,
+        command=command,
+        corpora=found,
+        skipped=skipped,
+        runs=runs,
         targets=targets.evaluate(runs, (), (), reference=config.reference),
         plots={name: path for name, path in drawn.items() if path is not None},
-        seconds=time.perf_counter() - started, load=load,
-    )  # fmt: skip
+        seconds=time.perf_counter() - started,
+        load=load,
+    )
     await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
     return results
 
@@ -221,9 +236,16 @@ async def run_size(config: Config, out: Path, *, command: str) -> Results:
     with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
         sizes = await size.measure(found, Path(scratch), postgres=config.postgres)
     results = Results(
-        config=config, command=command, corpora=found, skipped=skipped, runs=[], sizes=sizes,
-        targets=[size.target(sizes)], seconds=time.perf_counter() - started, load=load,
-    )  # fmt: skip
+        config=config,
+        command=command,
+        corpora=found,
+        skipped=skipped,
+        runs=[],
+        sizes=sizes,
+        targets=[size.target(sizes)],
+        seconds=time.perf_counter() - started,
+        load=load,
+    )
     await anyio.Path(out / "report.md").write_text(render(results), encoding="utf-8")
     return results
 
@@ -231,9 +253,12 @@ async def run_size(config: Config, out: Path, *, command: str) -> Results:
 def _scale(config: Config, folder: Path) -> Scale:
     log.info("the scale run: %d messages, one thread and %d", config.scale, config.scale_threads)
     return scale.in_process(
-        config.scale, threads=config.scale_threads, slice=config.scale_slice,
-        checkpoints=config.scale_checkpoints, folder=folder,
-    )  # fmt: skip
+        config.scale,
+        threads=config.scale_threads,
+        slice=config.scale_slice,
+        checkpoints=config.scale_checkpoints,
+        folder=folder,
+    )
 
 
 async def run_scale(config: Config, out: Path, *, command: str) -> Results:
@@ -334,8 +359,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.corpora:
         config = _only(config, args.corpora)
     if args.scale and not config.scale:
-        config = replace(config, scale=10_000, scale_slice=1_000, scale_threads=100,
-                         scale_checkpoints=(1_000, 10_000))  # fmt: skip
+        config = replace(
+            config,
+            scale=10_000,
+            scale_slice=1_000,
+            scale_threads=100,
+            scale_checkpoints=(1_000, 10_000),
+        )
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
     chosen = {"cost": run_cost, "retrieval": run_retrieval, "size": run_size}.get(
         args.only or "", run

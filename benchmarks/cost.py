@@ -156,9 +156,14 @@ async def run_one(
     )
     log.info(
         "%s / %s / %s: %d turns, mean cost %.0f, recall %.2f (%.1fs)",
-        corpus.name, name, budget, len(turns), run.mean("anthropic_cost"), run.recall,
+        corpus.name,
+        name,
+        budget,
+        len(turns),
+        run.mean("anthropic_cost"),
+        run.recall,
         run.seconds,
-    )  # fmt: skip
+    )
     return run
 
 

@@ -175,9 +175,12 @@ class Summarizing(_Capability):
 
     def make(self, budget: int) -> Any:
         return SummarizingCompaction(
-            model=self.model, max_tokens=budget, keep_tokens=budget // 3,
-            tokenizer=_tokens, incremental=self.incremental,
-        )  # fmt: skip
+            model=self.model,
+            max_tokens=budget,
+            keep_tokens=budget // 3,
+            tokenizer=_tokens,
+            incremental=self.incremental,
+        )
 
 
 class SummarizingWhole(Summarizing):
@@ -214,6 +217,8 @@ class Summarization(_Capability):
     def make(self, budget: int) -> Any:
         made: Callable[..., Any] = SummarizationCapability
         return made(
-            trigger=("tokens", budget), keep=("tokens", budget // 3),
-            model=self.model, token_counter=self.tokens,
-        )  # fmt: skip
+            trigger=("tokens", budget),
+            keep=("tokens", budget // 3),
+            model=self.model,
+            token_counter=self.tokens,
+        )

@@ -143,9 +143,13 @@ async def _phase(
                 await anyio.lowlevel.checkpoint()
             group.cancel_scope.cancel()
     return Figures(
-        writers=len(writes), views=len(times), median=statistics.median(times),
-        p99=percentile(times, 0.99), stall=monitor.worst, collection=collections.longest,
-    )  # fmt: skip
+        writers=len(writes),
+        views=len(times),
+        median=statistics.median(times),
+        p99=percentile(times, 0.99),
+        stall=monitor.worst,
+        collection=collections.longest,
+    )
 
 
 async def measure(
@@ -191,18 +195,27 @@ def section(found: Sequence[Readers]) -> list[str]:
         "",
     ]
     header = [
-        "budget", "writers", "views", "view median ms", "view p99 ms", "longest stall ms",
+        "budget",
+        "writers",
+        "views",
+        "view median ms",
+        "view p99 ms",
+        "longest stall ms",
         "longest full GC ms",
-    ]  # fmt: skip
+    ]
     rows = [
         [
-            "defaults" if r.budget is None else f"{r.budget:,}", f.writers, f.views,
-            f"{f.median * 1000:.1f}", f"{f.p99 * 1000:.1f}", f"{f.stall * 1000:.1f}",
+            "defaults" if r.budget is None else f"{r.budget:,}",
+            f.writers,
+            f.views,
+            f"{f.median * 1000:.1f}",
+            f"{f.p99 * 1000:.1f}",
+            f"{f.stall * 1000:.1f}",
             f"{f.collection * 1000:.1f}",
         ]
         for r in found
         for f in (r.alone, r.busy)
-    ]  # fmt: skip
+    ]
     return out + table(header, rows)
 
 

@@ -181,10 +181,26 @@ def render(results: Results) -> str:
     for name, label in (("cost_per_turn", "Cost per turn"), ("cost_recall", "Cost against recall")):
         if name in results.plots:
             out += [f"![{label}]({results.plots[name].name})", ""]
-    header = ["strategy", "budget", "prompt", "peak", "prefix", "OpenAI read", "Anthropic read",
-              "Anthropic write", "cost OpenAI", "cost Anthropic", "x floor OpenAI / Anthropic",
-              "summarizer",
-              "total Anthropic", "calls/msg", "in/msg", "out/msg", "recall", "search"]  # fmt: skip
+    header = [
+        "strategy",
+        "budget",
+        "prompt",
+        "peak",
+        "prefix",
+        "OpenAI read",
+        "Anthropic read",
+        "Anthropic write",
+        "cost OpenAI",
+        "cost Anthropic",
+        "x floor OpenAI / Anthropic",
+        "summarizer",
+        "total Anthropic",
+        "calls/msg",
+        "in/msg",
+        "out/msg",
+        "recall",
+        "search",
+    ]
     for expiring in (False, True):
         world = EXPIRING if expiring else FOREVER
         for corpus in results.corpora:
@@ -274,16 +290,25 @@ def _notes(results: Results) -> list[str]:
 
 def _row(r: Run) -> list[object]:
     return [
-        r.strategy, _budget(r), f"{r.mean('tokens'):,.0f}", f"{max(t.tokens for t in r.turns):,}",
+        r.strategy,
+        _budget(r),
+        f"{r.mean('tokens'):,.0f}",
+        f"{max(t.tokens for t in r.turns):,}",
         _pct(r.share("prefix")),
-        _pct(r.share("openai_read")), _pct(r.share("anthropic_read")),
-        _pct(r.share("anthropic_write")), f"{r.mean('openai_cost'):,.0f}",
+        _pct(r.share("openai_read")),
+        _pct(r.share("anthropic_read")),
+        _pct(r.share("anthropic_write")),
+        f"{r.mean('openai_cost'):,.0f}",
         f"{r.mean('anthropic_cost'):,.0f}",
-        f"{r.floor_ratio('openai_cost'):.2f} / {r.floor_ratio():.2f}", f"{r.summarizer:,.1f}",
+        f"{r.floor_ratio('openai_cost'):.2f} / {r.floor_ratio():.2f}",
+        f"{r.summarizer:,.1f}",
         f"{r.total('anthropic_cost'):,.0f}",
-        f"{r.per_message('calls'):.3f}", f"{r.per_message('input_tokens'):,.0f}",
-        f"{r.per_message('output_tokens'):,.0f}", _pct(r.recall), _pct(r.search),
-    ]  # fmt: skip
+        f"{r.per_message('calls'):.3f}",
+        f"{r.per_message('input_tokens'):,.0f}",
+        f"{r.per_message('output_tokens'):,.0f}",
+        _pct(r.recall),
+        _pct(r.search),
+    ]
 
 
 def _breakdown(r: Run) -> str:

@@ -144,13 +144,20 @@ async def ingest(
             cpu.append(used * 1000 / (done - start))
             asks.append((history.counters.asks - asked) / (done - start))
             log.info(
-                "%d thread(s): %d messages, %.0f/s, %.2f ms CPU each", threads, done, rates[-1],
+                "%d thread(s): %d messages, %.0f/s, %.2f ms CPU each",
+                threads,
+                done,
+                rates[-1],
                 cpu[-1],
-            )  # fmt: skip
+            )
     ingested = Ingest(
-        threads=threads, messages=len(dealt), slice=slice, rates=tuple(rates), cpu=tuple(cpu),
+        threads=threads,
+        messages=len(dealt),
+        slice=slice,
+        rates=tuple(rates),
+        cpu=tuple(cpu),
         asks=tuple(asks),
-    )  # fmt: skip
+    )
     return ingested, reads
 
 
@@ -193,10 +200,20 @@ def in_process(
 
     out = folder / "scale.json"
     command = [
-        sys.executable, "-m", "benchmarks.scale", "--messages", str(messages),
-        "--threads", str(threads), "--slice", str(slice), "--out", str(out),
-        "--checkpoints", ",".join(str(p) for p in checkpoints),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "benchmarks.scale",
+        "--messages",
+        str(messages),
+        "--threads",
+        str(threads),
+        "--slice",
+        str(slice),
+        "--out",
+        str(out),
+        "--checkpoints",
+        ",".join(str(p) for p in checkpoints),
+    ]
     subprocess.run(command, check=True)
     return load(out)
 
@@ -227,10 +244,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
         done = anyio.run(
             lambda: run(
-                args.messages, threads=args.threads, slice=args.slice,
-                checkpoints=checkpoints, folder=Path(scratch),
+                args.messages,
+                threads=args.threads,
+                slice=args.slice,
+                checkpoints=checkpoints,
+                folder=Path(scratch),
             )
-        )  # fmt: skip
+        )
     args.out.write_text(json.dumps(asdict(done)), encoding="utf-8")
     return 0
 

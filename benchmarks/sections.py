@@ -45,8 +45,15 @@ def speed(results: Results) -> list[str]:
             "scale.",
             "",
         ]
-        header = ["threads", "messages", "plugin msg/s", "raw msg/s", "ratio",
-                  "messages alone rows/s", "raw, one transaction"]  # fmt: skip
+        header = [
+            "threads",
+            "messages",
+            "plugin msg/s",
+            "raw msg/s",
+            "ratio",
+            "messages alone rows/s",
+            "raw, one transaction",
+        ]
         out += table(header, [_throughput_row(t) for t in results.throughputs])
     if results.postgres:
         out += [
@@ -145,10 +152,15 @@ def scale(scale: Scale) -> list[str]:
             "",
         ]
         rows = [
-            [f"{r.messages:,}", f"{r.view * 1000:.1f}", f"{r.zoom * 1000:.2f}",
-             f"{r.search * 1000:.1f}", f"{r.lines:,}"]
+            [
+                f"{r.messages:,}",
+                f"{r.view * 1000:.1f}",
+                f"{r.zoom * 1000:.2f}",
+                f"{r.search * 1000:.1f}",
+                f"{r.lines:,}",
+            ]
             for r in scale.reads
-        ]  # fmt: skip
+        ]
         out += table(["messages", "view", "zoom", "search", "outline lines"], rows)
         first, last = scale.reads[0], scale.reads[-1]
         out += [
@@ -165,13 +177,23 @@ def scale(scale: Scale) -> list[str]:
 
 def _throughput_row(t: Throughput) -> list[object]:
     return [
-        t.threads, f"{t.messages:,}", f"{t.plugin:,.0f}", f"{t.raw:,.0f}", f"{t.ratio:.3f}",
-        f"{t.raw_messages:,.0f}", f"{t.raw_batched:,.0f}",
-    ]  # fmt: skip
+        t.threads,
+        f"{t.messages:,}",
+        f"{t.plugin:,.0f}",
+        f"{t.raw:,.0f}",
+        f"{t.ratio:.3f}",
+        f"{t.raw_messages:,.0f}",
+        f"{t.raw_batched:,.0f}",
+    ]
 
 
 def _load_row(x: Load, delay: float) -> list[object]:
     return [
-        x.threads, x.messages, x.asks, f"{x.seconds:.1f}", f"{x.asks_per_second:.1f}",
-        f"{x.bound(delay):.1f}", pct(x.asks_per_second / x.bound(delay)),
-    ]  # fmt: skip
+        x.threads,
+        x.messages,
+        x.asks,
+        f"{x.seconds:.1f}",
+        f"{x.asks_per_second:.1f}",
+        f"{x.bound(delay):.1f}",
+        pct(x.asks_per_second / x.bound(delay)),
+    ]

@@ -54,9 +54,12 @@ class Size:
 def jsonl_line(message: Message) -> str:
     """A message as one line of the project's JSONL (SPEC section 8)."""
     value: dict[str, object] = {
-        "id": message.id, "thread": message.thread, "author": message.author,
-        "text": message.text, "at": format_at(message.at),
-    }  # fmt: skip
+        "id": message.id,
+        "thread": message.thread,
+        "author": message.author,
+        "text": message.text,
+        "at": format_at(message.at),
+    }
     if message.to:
         value["to"] = message.to
     if message.step:
@@ -113,9 +116,13 @@ async def postgres_tables(url: str) -> dict[str, int]:
 def _size(corpus: Corpus, jsonl: int, tables: dict[str, int], store: int, kind: str) -> Size:
     ranked = tuple(sorted(tables.items(), key=lambda t: (-t[1], t[0])))
     return Size(
-        corpus=corpus.name, messages=corpus.messages, jsonl=jsonl, store=store, tables=ranked,
+        corpus=corpus.name,
+        messages=corpus.messages,
+        jsonl=jsonl,
+        store=store,
+        tables=ranked,
         kind="postgresql" if kind == "postgresql" else "sqlite",
-    )  # fmt: skip
+    )
 
 
 async def measure(
@@ -157,16 +164,23 @@ def section(sizes: Sequence[Size]) -> list[str]:
         "PostgreSQL: `pg_total_relation_size` of each table of the schema.",
         "",
     ]
-    header = ["corpus", "store", "messages", "JSONL", "store bytes", "x input",
-              *SHOWN, "other"]  # fmt: skip
+    header = ["corpus", "store", "messages", "JSONL", "store bytes", "x input", *SHOWN, "other"]
     rows = []
     for s in sizes:
         tables = dict(s.tables)
         other = sum(size for name, size in tables.items() if name not in SHOWN)
-        rows.append([
-            s.corpus, s.kind, f"{s.messages:,}", f"{s.jsonl:,}", f"{s.store:,}", f"{s.ratio:.2f}",
-            *(f"{tables.get(name, 0) / s.jsonl:.2f}" for name in SHOWN), f"{other / s.jsonl:.2f}",
-        ])  # fmt: skip
+        rows.append(
+            [
+                s.corpus,
+                s.kind,
+                f"{s.messages:,}",
+                f"{s.jsonl:,}",
+                f"{s.store:,}",
+                f"{s.ratio:.2f}",
+                *(f"{tables.get(name, 0) / s.jsonl:.2f}" for name in SHOWN),
+                f"{other / s.jsonl:.2f}",
+            ]
+        )
     return out + table(header, rows)
 
 

@@ -129,9 +129,11 @@ class Rows:
 
     def part(self, start: int, stop: int) -> Rows:
         return Rows(
-            threads=self.threads[start:stop], messages=self.messages[start:stop],
-            indexed=self.indexed[start:stop], due=self.due[start:stop],
-        )  # fmt: skip
+            threads=self.threads[start:stop],
+            messages=self.messages[start:stop],
+            indexed=self.indexed[start:stop],
+            due=self.due[start:stop],
+        )
 
     def writes(self) -> Iterator[tuple[tuple[Any, ...], Indexed | None, str | None]]:
         """Each message's row, its search and pending rows, and the thread whose postings are
@@ -164,9 +166,12 @@ def placed(messages: Sequence[Message], dialect: Dialect = "sqlite") -> Rows:
         else:
             index = indexes[m.thread] = indexes.get(m.thread, -1) + 1
         stored = Stored(
-            message=m, seq=seq, index=index, weight=weight(m, config.encoding),
+            message=m,
+            seq=seq,
+            index=index,
+            weight=weight(m, config.encoding),
             step_index=step_index,
-        )  # fmt: skip
+        )
         out.threads.append(m.thread)
         out.messages.append(insert_message.args(rows.loaded_message_row(stored)))
         found = stored_search_rows([stored], DEFAULT_LANGUAGE)
@@ -188,9 +193,14 @@ def _sql(dialect: Dialect, *names: str) -> list[str]:
 
 
 _RAW = (
-    "insert_loaded_message", "insert_search", "insert_search_pending", "post_words",
-    "post_search", "mark_posted", "unpend",
-)  # fmt: skip
+    "insert_loaded_message",
+    "insert_search",
+    "insert_search_pending",
+    "post_words",
+    "post_search",
+    "mark_posted",
+    "unpend",
+)
 """What a raw writer runs: a message, its search row and its waiting words, a thread's terms,
 postings, mark and the words it no longer keeps."""
 
@@ -271,10 +281,13 @@ async def throughput(messages: Sequence[Message], folder: Path, *, threads: int)
         raw.append(await raw_rate(prepared, folder / f"raw-{threads}-{k}.sqlite"))
         alone.append(await message_rate(prepared, folder / f"alone-{threads}-{k}.sqlite"))
     return Throughput(
-        messages=len(dealt), threads=threads, plugin=statistics.median(plugin),
-        raw=statistics.median(raw), raw_messages=statistics.median(alone),
+        messages=len(dealt),
+        threads=threads,
+        plugin=statistics.median(plugin),
+        raw=statistics.median(raw),
+        raw_messages=statistics.median(alone),
         raw_batched=await batched_rate(prepared, folder / f"batched-{threads}.sqlite"),
-    )  # fmt: skip
+    )
 
 
 @contextlib.asynccontextmanager
@@ -351,10 +364,14 @@ async def postgres_throughput(
             alone.append(messages_only)
             batched.append(many)
     return Throughput(
-        messages=len(dealt), threads=threads, plugin=statistics.median(plugin),
-        raw=statistics.median(raw), raw_messages=statistics.median(alone),
-        raw_batched=statistics.median(batched), store="postgresql",
-    )  # fmt: skip
+        messages=len(dealt),
+        threads=threads,
+        plugin=statistics.median(plugin),
+        raw=statistics.median(raw),
+        raw_messages=statistics.median(alone),
+        raw_batched=statistics.median(batched),
+        store="postgresql",
+    )
 
 
 async def fill(messages: Sequence[Message], path: Path) -> None:
@@ -368,9 +385,20 @@ async def fill(messages: Sequence[Message], path: Path) -> None:
     nodes_by_key: dict[tuple[str, int, int], Summary] = {}
     by_id: dict[str, Stored] = {}
     state = Outline(
-        thread=thread, epoch="", version=0, lines=[], bytes=0, boundary=0, since=None,
-        cut_at=None, gone=None, tail=deque(), tokens=0, draining=False, position=-1,
-    )  # fmt: skip
+        thread=thread,
+        epoch="",
+        version=0,
+        lines=[],
+        bytes=0,
+        boundary=0,
+        since=None,
+        cut_at=None,
+        gone=None,
+        tail=deque(),
+        tokens=0,
+        draining=False,
+        position=-1,
+    )
     model = Scripted()
 
     async def read_node(agent: str, level: int, index: int) -> Summary | None:
@@ -386,9 +414,12 @@ async def fill(messages: Sequence[Message], path: Path) -> None:
     steps: dict[str, int] = {}
     for seq, m in enumerate(messages):
         stored = Stored(
-            message=m, seq=seq, index=None if m.step else index, weight=weight(m, config.encoding),
+            message=m,
+            seq=seq,
+            index=None if m.step else index,
+            weight=weight(m, config.encoding),
             step_index=steps.get(m.author, 0) if m.step else None,
-        )  # fmt: skip
+        )
         index += not m.step
         if m.step:
             steps[m.author] = steps.get(m.author, 0) + 1

@@ -81,8 +81,11 @@ def measure(
     command = [sys.executable, "-m", "history.cli"]
     subprocess.run(
         [*command, "ingest", str(EXAMPLE), "--tail", "40,80", "--db", str(db)],
-        cwd=folder, env=_env(), capture_output=True, check=True,
-    )  # fmt: skip
+        cwd=folder,
+        env=_env(),
+        capture_output=True,
+        check=True,
+    )
     baseline, baseline_cpu = _time([sys.executable, "-c", "pass"], repeats, folder)
     found = []
     for argv in commands:
@@ -90,10 +93,13 @@ def measure(
         seconds, cpu = _time([*command, *argv, *store], repeats, folder)
         found.append(
             Startup(
-                command=" ".join(["chat-outline", *argv]), seconds=seconds, cpu=cpu,
-                baseline=baseline, baseline_cpu=baseline_cpu,
+                command=" ".join(["chat-outline", *argv]),
+                seconds=seconds,
+                cpu=cpu,
+                baseline=baseline,
+                baseline_cpu=baseline_cpu,
             )
-        )  # fmt: skip
+        )
     return found
 
 

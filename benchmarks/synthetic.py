@@ -14,10 +14,28 @@ Step = tuple[str, str, str, bool]
 
 NAMES = ("Priya", "Tomás", "Wei", "Olu", "Marta", "Kenji", "Lea", "Farah", "Jonas", "Amara")
 SURNAMES = ("Raman", "Okafor", "Lindqvist", "Moreau", "Tanaka", "Silva", "Novak", "Haddad")
-SYSTEMS = ("billing", "search", "checkout", "the warehouse API", "staging", "the mobile app",
-           "reporting", "the data pipeline")  # fmt: skip
-THINGS = ("migration", "invoice run", "release", "rollback plan", "load test", "contract",
-          "onboarding guide", "quarterly report", "incident review", "pricing page")  # fmt: skip
+SYSTEMS = (
+    "billing",
+    "search",
+    "checkout",
+    "the warehouse API",
+    "staging",
+    "the mobile app",
+    "reporting",
+    "the data pipeline",
+)
+THINGS = (
+    "migration",
+    "invoice run",
+    "release",
+    "rollback plan",
+    "load test",
+    "contract",
+    "onboarding guide",
+    "quarterly report",
+    "incident review",
+    "pricing page",
+)
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
 TEMPLATES = (
     "{name} says the {system} job failed {n} times since {day}.",
@@ -34,8 +52,16 @@ TEMPLATES = (
     "Thanks, that helps. I will tell {name} that the {thing} moves to {day}.",
 )
 TOOLS = ("search_tickets", "get_invoice", "list_deploys", "query_metrics")
-CUES = ("booking code", "invoice number", "project lead", "budget in euros", "launch date",
-        "meeting room", "account id", "backup contact")  # fmt: skip
+CUES = (
+    "booking code",
+    "invoice number",
+    "project lead",
+    "budget in euros",
+    "launch date",
+    "meeting room",
+    "account id",
+    "backup contact",
+)
 
 
 def sentence(rng: random.Random) -> str:

@@ -113,9 +113,15 @@ def measure(db: Path, thread: str, *, repeats: int = 5) -> ViewerRun:
     listed = json.loads(_captured(["threads", "--db", str(db), "--json"]))["threads"]
     count = next(t["messages"] for t in listed if t["thread"] == thread)
     return ViewerRun(
-        messages=count, depth=depth, page=page, levels=levels, opened=opened, searched=searched,
-        time_page=time_page, show_json=_median_ms(show, max(1, repeats // 2)),
-    )  # fmt: skip
+        messages=count,
+        depth=depth,
+        page=page,
+        levels=levels,
+        opened=opened,
+        searched=searched,
+        time_page=time_page,
+        show_json=_median_ms(show, max(1, repeats // 2)),
+    )
 
 
 async def _outline(db: Path, thread: str) -> int:
@@ -184,8 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.store is None:
             thread = anyio.run(lambda: build(args.messages, db))
         elif thread is None:
-            [thread] = [t["thread"] for t in json.loads(
-                _captured(["threads", "--db", str(db), "--json"]))["threads"]]  # fmt: skip
+            [thread] = [
+                t["thread"]
+                for t in json.loads(_captured(["threads", "--db", str(db), "--json"]))["threads"]
+            ]
         run = measure(db, thread, repeats=args.repeats)
     print(table(run))
     if args.out:

@@ -48,8 +48,10 @@ async def tree(history: History, thread: str, depth: int) -> Tree:
     outline = await history.outline(thread)
     nodes = {(n.level, n.index): n for n in await history.store.summaries(thread)}
     whole = len(outline.tail) if outline else 0
-    root = Tree(f"[bold]{escape(thread)}[/]: {len(outline.lines) if outline else 0} lines, "
-                f"{whole} messages whole")  # fmt: skip
+    root = Tree(
+        f"[bold]{escape(thread)}[/]: {len(outline.lines) if outline else 0} lines, "
+        f"{whole} messages whole"
+    )
 
     def add(branch: Tree, level: int, index: int, left: int) -> None:
         node = nodes.get((level, index))

@@ -17,10 +17,34 @@ from history.trace import outline_json, summary_json
 from .conftest import Options, message
 
 WORDS = (
-    "Ana", "north", "Bo", "price", "42", "launch", "December", "trailer", "budget", "€1,200",
-    "ship", "déjà", "vu", "日本", "id-7781", "agreed?", "no", "yes", "maybe", "tomorrow",
-    "invoice", "#A-19", "contract", "'quoted'", "🚀", '"double"', "tab\there",
-)  # fmt: skip
+    "Ana",
+    "north",
+    "Bo",
+    "price",
+    "42",
+    "launch",
+    "December",
+    "trailer",
+    "budget",
+    "€1,200",
+    "ship",
+    "déjà",
+    "vu",
+    "日本",
+    "id-7781",
+    "agreed?",
+    "no",
+    "yes",
+    "maybe",
+    "tomorrow",
+    "invoice",
+    "#A-19",
+    "contract",
+    "'quoted'",
+    "🚀",
+    '"double"',
+    "tab\there",
+)
 
 SMALL: Options = {"line": 96, "tail": (80, 240), "outline": (300, 700), "kept": 2}
 """Budgets small enough that trees are deep and outlines fold on a few hundred messages."""

@@ -80,13 +80,21 @@ def test_a_real_chatgpt_export_keeps_its_links_files_and_tool_calls(
     assert "https://www.lyon-france.com/cafes-sunday" in quote
     # Files keep their pointers: the upload, the image DALL-E made, the chart python drew.
     assert shown[node("q2")].files == (
-        File(name="shopfront.jpg", mime="image/jpeg", size=184233,
-             url="file-service://file-7Hq2Xw9LmR4tYv3Nk8Jc5D"),
-    )  # fmt: skip
+        File(
+            name="shopfront.jpg",
+            mime="image/jpeg",
+            size=184233,
+            url="file-service://file-7Hq2Xw9LmR4tYv3Nk8Jc5D",
+        ),
+    )
     assert shown[node("d1r")].files == (
-        File(name="file-Qm3Zt8Kp1Vw6Rx9Ys2Lb4N", mime="image/*", size=392871,
-             url="file-service://file-Qm3Zt8Kp1Vw6Rx9Ys2Lb4N"),
-    )  # fmt: skip
+        File(
+            name="file-Qm3Zt8Kp1Vw6Rx9Ys2Lb4N",
+            mime="image/*",
+            size=392871,
+            url="file-service://file-Qm3Zt8Kp1Vw6Rx9Ys2Lb4N",
+        ),
+    )
     assert step(shown[node("d1r")])["tool_returns"][0]["id"] == node("d1")
     assert [f.url for f in shown[node("p1r")].files] == [
         "file-service://file-Bn5Tc2Wq7Xz3Lk9Hm4Pd8R"
@@ -147,20 +155,34 @@ def test_a_chat_list_keeps_links_and_reports_what_it_cannot_read(
 ) -> None:
     pixel = base64.b64encode(b"\x89PNG" + bytes(96)).decode()
     chat = [
-        {"role": "user", "content": [
-            {"type": "text", "text": "Compare these"},
-            {"type": "image_url", "image_url": {"url": "https://example.org/shots/front.png?v=2"}},
-            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}},
-        ]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "run", "arguments": "print(1)"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Compare these"},
+                {
+                    "type": "image_url",
+                    "image_url": {"url": "https://example.org/shots/front.png?v=2"},
+                },
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "run", "arguments": "print(1)"},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "1"},
         {"role": "tool", "tool_call_id": "c9", "content": "lost"},
         {"role": "robot", "content": "beep"},
         {"role": "user"},
         {"role": "user", "content": ["fine", 7]},
-    ]  # fmt: skip
+    ]
     source = tmp_path / "shots.json"
     source.write_text(json.dumps(chat), encoding="utf-8")
     db = tmp_path / "h.sqlite"
@@ -185,14 +207,21 @@ def test_a_pydantic_ai_history_keeps_its_urls_and_refuses_a_result_for_no_call(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     history: list[ai.ModelMessage] = [
-        ai.ModelRequest(parts=[ai.UserPromptPart(content=[
-            "What is in this picture?",
-            ai.ImageUrl(url="https://example.org/cat.jpg"),
-            ai.DocumentUrl(url="https://example.org/menu.pdf", identifier="menu"),
-        ])]),
-        ai.ModelRequest(parts=[ai.ToolReturnPart(tool_name="look", content="a cat",
-                                                 tool_call_id="nowhere")]),
-    ]  # fmt: skip
+        ai.ModelRequest(
+            parts=[
+                ai.UserPromptPart(
+                    content=[
+                        "What is in this picture?",
+                        ai.ImageUrl(url="https://example.org/cat.jpg"),
+                        ai.DocumentUrl(url="https://example.org/menu.pdf", identifier="menu"),
+                    ]
+                )
+            ]
+        ),
+        ai.ModelRequest(
+            parts=[ai.ToolReturnPart(tool_name="look", content="a cat", tool_call_id="nowhere")]
+        ),
+    ]
     source = tmp_path / "cat.json"
     source.write_bytes(ai.ModelMessagesTypeAdapter.dump_json(history))
     db = tmp_path / "h.sqlite"
@@ -235,12 +264,22 @@ def test_a_file_keeps_its_url_through_jsonl_export_and_load(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = [
-        {"name": "plan.pdf", "mime": "application/pdf", "size": 4000,
-         "url": "https://example.org/plan.pdf"},
+        {
+            "name": "plan.pdf",
+            "mime": "application/pdf",
+            "size": 4000,
+            "url": "https://example.org/plan.pdf",
+        },
         {"name": "notes.txt", "mime": "text/plain", "size": 12},
-    ]  # fmt: skip
-    line = {"id": "m1", "thread": "t", "author": "Ana", "text": "the plan",
-            "at": "2026-11-01T10:00:00+00:00", "files": files}  # fmt: skip
+    ]
+    line = {
+        "id": "m1",
+        "thread": "t",
+        "author": "Ana",
+        "text": "the plan",
+        "at": "2026-11-01T10:00:00+00:00",
+        "files": files,
+    }
     source = tmp_path / "log.jsonl"
     source.write_text(json.dumps(line) + "\n", encoding="utf-8")
     db, other = tmp_path / "h.sqlite", tmp_path / "other.sqlite"
@@ -252,7 +291,8 @@ def test_a_file_keeps_its_url_through_jsonl_export_and_load(
     assert message["files"] == [{**files[0]}, {**files[1]}]  # no url key where there is none
     assert run(capsys, "load", exported, "--db", other)[0] == 0
     assert messages(other, "t")[0].files == (
-        File(name="plan.pdf", mime="application/pdf", size=4000,
-             url="https://example.org/plan.pdf"),
+        File(
+            name="plan.pdf", mime="application/pdf", size=4000, url="https://example.org/plan.pdf"
+        ),
         File(name="notes.txt", mime="text/plain", size=12),
-    )  # fmt: skip
+    )

@@ -117,20 +117,49 @@ def test_no_module_imports_in_a_circle() -> None:
 
 
 FLOORS = (
-    ("data", ("history.contract", "history._checks", "history.processing", "history.settings",
-              "history.lines", "history.errors", "history.languages", "history.limits",
-              "history.generated")),
+    (
+        "data",
+        (
+            "history.contract",
+            "history._checks",
+            "history.processing",
+            "history.settings",
+            "history.lines",
+            "history.errors",
+            "history.languages",
+            "history.limits",
+            "history.generated",
+        ),
+    ),
     ("processors", ("history.processors",)),
     ("store", ("history.store",)),
-    ("plugin", ("history.summarizer", "history.breaker", "history.plugin",
-                "history.lane", "history.pins", "history.rebuilding", "history.carry",
-                "history._carry_lines", "history.metering", "history.spaces", "history.worker",
-                "history.retracting", "history.names", "history.generations", "history.renaming",
-                "history.reconsolidating", "history.adopting", "history.again")),
+    (
+        "plugin",
+        (
+            "history.summarizer",
+            "history.breaker",
+            "history.plugin",
+            "history.lane",
+            "history.pins",
+            "history.rebuilding",
+            "history.carry",
+            "history._carry_lines",
+            "history.metering",
+            "history.spaces",
+            "history.worker",
+            "history.retracting",
+            "history.names",
+            "history.generations",
+            "history.renaming",
+            "history.reconsolidating",
+            "history.adopting",
+            "history.again",
+        ),
+    ),
     ("agent", ("history.agent",)),
     ("ingest", ("history.ingest",)),
     ("command", ("history.cli", "history.trace", "history.viewer")),
-)  # fmt: skip
+)
 """The floors, lowest first. Reading files sits above the agent's package for its tool steps'
 form (`history.agent.steps`); the trace is `simulate`'s engine: it reads a file and runs the
 plugin."""

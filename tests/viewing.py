@@ -58,13 +58,20 @@ def hostile_store(folder: Path) -> Path:
     for n in range(24):
         text = HOSTILE[n % len(HOSTILE)] + f" (message {n})"
         record: dict[str, Any] = {
-            "id": f"h-{n}", "thread": "<b>hostile</b>", "text": text,
+            "id": f"h-{n}",
+            "thread": "<b>hostile</b>",
+            "text": text,
             "author": "<img src=x onerror=\"window.pwned='author'\">" if n % 2 else "Ana",
-            "to": "north" if n % 2 == 0 else "Ana", "at": f"2026-02-02T09:{n:02d}:00+00:00",
-        }  # fmt: skip
+            "to": "north" if n % 2 == 0 else "Ana",
+            "at": f"2026-02-02T09:{n:02d}:00+00:00",
+        }
         if n == 3:
-            record["files"] = [{"name": "<img src=x onerror=\"window.pwned='file'\">.png",
-                                "url": "javascript:window.pwned='url'"}]  # fmt: skip
+            record["files"] = [
+                {
+                    "name": "<img src=x onerror=\"window.pwned='file'\">.png",
+                    "url": "javascript:window.pwned='url'",
+                }
+            ]
         lines.append(json.dumps(record))
     source = folder / "hostile.jsonl"
     source.write_text("\n".join(lines) + "\n")
@@ -114,10 +121,12 @@ class Page(HTMLParser):
 
     def find(self, tag: str, cls: str | None = None, **attrs: str) -> list[Element]:
         return [
-            e for e in self.elements
-            if e.tag == tag and (cls is None or cls in e.classes)
+            e
+            for e in self.elements
+            if e.tag == tag
+            and (cls is None or cls in e.classes)
             and all(e.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
-        ]  # fmt: skip
+        ]
 
     def one(self, tag: str, cls: str | None = None, **attrs: str) -> Element:
         found = self.find(tag, cls, **attrs)

@@ -28,12 +28,40 @@ from history.trace import snapshot
 ROOT = Path(__file__).resolve().parent.parent
 
 SETTINGS = HistorySettings(summarizer="echo", line=64, tail=(40, 80), outline=(200, 400), kept=2)
-FLAGS = ("--summarizer", "echo", "--line", "64", "--tail", "40,80", "--outline", "200,400",
-         "--kept", "2")  # fmt: skip
+FLAGS = (
+    "--summarizer",
+    "echo",
+    "--line",
+    "64",
+    "--tail",
+    "40,80",
+    "--outline",
+    "200,400",
+    "--kept",
+    "2",
+)
 """SETTINGS as the worker command takes them."""
 
-WORDS = ("launch", "trailer", "budget", "Ana", "north", "December", "€120", "ID-4471", "✓",
-         "naïve", "schedule", "the", "and", "we", "need", "a", "review", "😀")  # fmt: skip
+WORDS = (
+    "launch",
+    "trailer",
+    "budget",
+    "Ana",
+    "north",
+    "December",
+    "€120",
+    "ID-4471",
+    "✓",
+    "naïve",
+    "schedule",
+    "the",
+    "and",
+    "we",
+    "need",
+    "a",
+    "review",
+    "😀",
+)
 
 
 def conversations(threads: Sequence[str], count: int, *, seed: int = 5) -> list[Message]:
@@ -62,10 +90,21 @@ def conversations(threads: Sequence[str], count: int, *, seed: int = 5) -> list[
 def write_jsonl(path: Path, messages: Sequence[Message]) -> Path:
     with path.open("w", encoding="utf-8") as out:
         for m in messages:
-            out.write(json.dumps({
-                "id": m.id, "thread": m.thread, "author": m.author, "to": m.to, "text": m.text,
-                "at": m.at.isoformat(), "step": m.step,
-            }, ensure_ascii=False) + "\n")  # fmt: skip
+            out.write(
+                json.dumps(
+                    {
+                        "id": m.id,
+                        "thread": m.thread,
+                        "author": m.author,
+                        "to": m.to,
+                        "text": m.text,
+                        "at": m.at.isoformat(),
+                        "step": m.step,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     return path
 
 
@@ -79,8 +118,19 @@ def spawn(*args: str, log: Path) -> subprocess.Popen[str]:
 
 def worker(url: str, log: Path, *flags: str) -> subprocess.Popen[str]:
     """`chat-outline worker` on the store, looking for work often."""
-    return spawn("-m", "history.cli", "worker", "--db", url, "--poll", "0.05", "--json",
-                 *FLAGS, *flags, log=log)  # fmt: skip
+    return spawn(
+        "-m",
+        "history.cli",
+        "worker",
+        "--db",
+        url,
+        "--poll",
+        "0.05",
+        "--json",
+        *FLAGS,
+        *flags,
+        log=log,
+    )
 
 
 def ready(process: subprocess.Popen[str], log: Path) -> None:

@@ -75,10 +75,14 @@ async def read_generations(
         return []
     else:
         rows_ = await tx.fetch(
-            "node_generations", thread=thread, agent=agent, keys=[list(k) for k in keys],
-            levels=[level for level, _ in keys], indexes=[index for _, index in keys],
+            "node_generations",
+            thread=thread,
+            agent=agent,
+            keys=[list(k) for k in keys],
+            levels=[level for level, _ in keys],
+            indexes=[index for _, index in keys],
             upto=LARGEST if upto is None else upto,
-        )  # fmt: skip
+        )
     return sorted(map(generation_from_row, rows_), key=lambda g: (*g.key, g.generation))
 
 
@@ -157,10 +161,13 @@ async def reindex(tx: Transaction, thread: str, current: Sequence[Summary], lang
         return
     keys = [{"thread": thread, "agent": n.agent, "level": n.level, "idx": n.index} for n in current]
     found = await tx.fetch(
-        "line_texts", thread=thread, keys=[[n.agent, n.level, n.index] for n in current],
-        key_agents=[n.agent for n in current], key_levels=[n.level for n in current],
+        "line_texts",
+        thread=thread,
+        keys=[[n.agent, n.level, n.index] for n in current],
+        key_agents=[n.agent for n in current],
+        key_levels=[n.level for n in current],
         key_indexes=[n.index for n in current],
-    )  # fmt: skip
+    )
     stems: dict[tuple[str, int, int], set[str]] = {}
     for r in found:
         made = line_stems(r["text"], r["since"], r["at"], language)
@@ -218,9 +225,11 @@ async def carry_in(tx: Transaction, incoming: ThreadRecords, language: str, *, c
     made, taken = await shown(tx, thread)
     if incoming.shown > (made, taken) or clear:
         await tx.execute(
-            "set_generation_shown", thread=thread, made=max(made, incoming.shown[0]),
+            "set_generation_shown",
+            thread=thread,
+            made=max(made, incoming.shown[0]),
             shown=max(taken, incoming.shown[1]) if not clear else incoming.shown[1],
-        )  # fmt: skip
+        )
     if new:
         newest = {g.key: g for g in sorted(incoming.generations, key=lambda g: g.generation)}
         nodes = {(n.agent, n.level, n.index): n for n in await _nodes(tx, thread)}

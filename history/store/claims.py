@@ -163,14 +163,17 @@ class Claims:
                 if not await self._database.run(lambda tx: self._renew(tx, thread), mode="write"):
                     log.warning(
                         "thread %r: this process's claim lapsed and another took the thread over",
-                        thread, extra={"chat_thread": thread},
-                    )  # fmt: skip
+                        thread,
+                        extra={"chat_thread": thread},
+                    )
                     return
             except StoreError as exc:  # the database is away for a moment: try again
                 log.warning(
-                    "thread %r: renewing the claim failed (%s)", thread, exc,
+                    "thread %r: renewing the claim failed (%s)",
+                    thread,
+                    exc,
                     extra={"chat_thread": thread},
-                )  # fmt: skip
+                )
 
     async def _release(self, thread: str) -> bool:
         """Give up the lease: whether another process asked for the thread meanwhile (or took
@@ -187,9 +190,11 @@ class Claims:
             return False  # the store closed first, and gave its leases up
         except StoreError as exc:
             log.warning(
-                "thread %r: giving up the claim failed (%s); it lapses by itself", thread, exc,
+                "thread %r: giving up the claim failed (%s); it lapses by itself",
+                thread,
+                exc,
                 extra={"chat_thread": thread},
-            )  # fmt: skip
+            )
             return True
 
 

@@ -62,9 +62,13 @@ def check_thread(
         _check_steps(outline, messages, nodes)
     for call in calls:
         ask = call.ask
-        for name, value in (("n", call.n), ("level", ask.level), ("index", ask.index),
-                            ("input_tokens", ask.input_tokens),
-                            ("output_tokens", ask.output_tokens)):  # fmt: skip
+        for name, value in (
+            ("n", call.n),
+            ("level", ask.level),
+            ("index", ask.index),
+            ("input_tokens", ask.input_tokens),
+            ("output_tokens", ask.output_tokens),
+        ):
             _in_range(f"call {call.key[:16]!r} of thread {thread!r}", name, value, 0, LARGEST)
 
 

@@ -108,9 +108,12 @@ class Plan:
     @property
     def written(self) -> int:
         return (
-            len(self.messages) + len(self.summaries) + len(self.calls) + (self.write != "keep")
+            len(self.messages)
+            + len(self.summaries)
+            + len(self.calls)
+            + (self.write != "keep")
             + (self.about is not None)
-        )  # fmt: skip
+        )
 
 
 def check_batch(records: Sequence[ThreadRecords]) -> None:
@@ -334,14 +337,31 @@ def _check_unchanged(old: ThreadRecords, incoming: ThreadRecords) -> None:
 
 def _state(o: Outline) -> tuple[object, ...]:
     """An outline without what is per store (its epoch and version)."""
-    return (o.lines, o.bytes, o.boundary, o.since, o.cut_at, o.gone, list(o.tail), o.tokens,
-            o.draining, o.position, o.floor, o.steps)  # fmt: skip
+    return (
+        o.lines,
+        o.bytes,
+        o.boundary,
+        o.since,
+        o.cut_at,
+        o.gone,
+        list(o.tail),
+        o.tokens,
+        o.draining,
+        o.position,
+        o.floor,
+        o.steps,
+    )
 
 
 def _same_message(a: Stored, b: Stored) -> bool:
     return (a.message.id, a.message.content, a.seq, a.index, a.step_index, a.weight) == (
-        b.message.id, b.message.content, b.seq, b.index, b.step_index, b.weight,
-    )  # fmt: skip
+        b.message.id,
+        b.message.content,
+        b.seq,
+        b.index,
+        b.step_index,
+        b.weight,
+    )
 
 
 def _same_call(a: RecordedCall, b: RecordedCall) -> bool:

@@ -70,10 +70,17 @@ def message_params(message: Message, weight: int, native: str | None) -> Params:
     """The parameters of `insert_message`: the store gives the seq and the indexes."""
     m = message
     return {
-        "id": m.id, "thread": m.thread, "step": m.step, "author": m.author, "to": m.to,
-        "text": m.text, "at": format_at(m.at), "files": m.files_json(), "weight": weight,
+        "id": m.id,
+        "thread": m.thread,
+        "step": m.step,
+        "author": m.author,
+        "to": m.to,
+        "text": m.text,
+        "at": format_at(m.at),
+        "files": m.files_json(),
+        "weight": weight,
         "native": native,
-    }  # fmt: skip
+    }
 
 
 def check_redelivery(message: Message, stored: Stored) -> None:
@@ -109,10 +116,14 @@ def stored_from_row(row: Row) -> Stored:
 def message_line(row: Row, thread: str) -> str:
     """A message's line (`line_of`) from the columns of it that `search_details` reads."""
     message = Message(
-        id=row["message"], thread=thread, author=_legacy(row["author"]),
-        to=_legacy(row["addressee"]), text=_legacy(row["text"]),
-        at=datetime.fromisoformat(row["at"]), files=_files(row["files"]),
-    )  # fmt: skip
+        id=row["message"],
+        thread=thread,
+        author=_legacy(row["author"]),
+        to=_legacy(row["addressee"]),
+        text=_legacy(row["text"]),
+        at=datetime.fromisoformat(row["at"]),
+        files=_files(row["files"]),
+    )
     return line_of(message)
 
 
@@ -128,10 +139,16 @@ def _legacy(text: str) -> str:
 def summary_row(node: Summary) -> Params:
     n = node
     return {
-        "thread": n.thread, "level": n.level, "idx": n.index, "text": n.text, "bytes": n.bytes,
-        "message": n.message, "at": format_at(n.at), "agent": n.agent,
+        "thread": n.thread,
+        "level": n.level,
+        "idx": n.index,
+        "text": n.text,
+        "bytes": n.bytes,
+        "message": n.message,
+        "at": format_at(n.at),
+        "agent": n.agent,
         "fallback": int(n.fallback),
-    }  # fmt: skip
+    }
 
 
 def summary_from_row(row: Row) -> Summary:
@@ -151,10 +168,22 @@ def summary_from_row(row: Row) -> Summary:
 def new_outline_row(thread: str) -> Params:
     """The row of a thread's first message: nothing processed yet, a fresh epoch."""
     return {
-        "thread": thread, "epoch": uuid.uuid4().hex, "lines": "[]", "bytes": 0, "boundary": 0,
-        "since": None, "cut_at": None, "gone": None, "tail_start": 0, "tokens": 0,
-        "draining": False, "position": -1, "version": 0, "floor": 0, "steps": "{}",
-    }  # fmt: skip
+        "thread": thread,
+        "epoch": uuid.uuid4().hex,
+        "lines": "[]",
+        "bytes": 0,
+        "boundary": 0,
+        "since": None,
+        "cut_at": None,
+        "gone": None,
+        "tail_start": 0,
+        "tokens": 0,
+        "draining": False,
+        "position": -1,
+        "version": 0,
+        "floor": 0,
+        "steps": "{}",
+    }
 
 
 def entries(value: Sequence[Sequence[Any]]) -> list[Entry]:
@@ -217,13 +246,19 @@ def outline_update(after: Outline, *, lines_changed: bool) -> Params:
 def _outline_values(o: Outline, *, lines: bool = True) -> Params:
     """What a commit or a load writes of an outline (with `lines`, its lines and steps)."""
     return {
-        "bytes": o.bytes, "boundary": o.boundary, "since": when(o.since),
-        "cut_at": when(o.cut_at), "gone": when(o.gone),
-        "tail_start": o.tail_start, "tokens": o.tokens,
-        "draining": o.draining, "position": o.position, "floor": o.floor,
+        "bytes": o.bytes,
+        "boundary": o.boundary,
+        "since": when(o.since),
+        "cut_at": when(o.cut_at),
+        "gone": when(o.gone),
+        "tail_start": o.tail_start,
+        "tokens": o.tokens,
+        "draining": o.draining,
+        "position": o.position,
+        "floor": o.floor,
         "lines": lines_json(o.lines) if lines else None,
         "steps": steps_json(o.steps) if lines else None,
-    }  # fmt: skip
+    }
 
 
 def call_key(model: str, prompts: Sequence[str]) -> str:
@@ -245,34 +280,51 @@ def pack(ask: Ask) -> bytes:
 def call_row(ask: Ask, model: str, n: int) -> Params:
     """The parameters of `insert_call_model` and `insert_call`."""
     return {
-        "thread": ask.thread, "key": call_key(model, ask.prompts), "n": n, "model": model,
-        "model_key": model_digest(model), "level": ask.level, "idx": ask.index,
-        "packed": pack(ask), "outcome": ask.outcome, "input_tokens": ask.input_tokens,
-        "output_tokens": ask.output_tokens, "agent": ask.agent,
-    }  # fmt: skip
+        "thread": ask.thread,
+        "key": call_key(model, ask.prompts),
+        "n": n,
+        "model": model,
+        "model_key": model_digest(model),
+        "level": ask.level,
+        "idx": ask.index,
+        "packed": pack(ask),
+        "outcome": ask.outcome,
+        "input_tokens": ask.input_tokens,
+        "output_tokens": ask.output_tokens,
+        "agent": ask.agent,
+    }
 
 
 def ask_from_row(row: Row) -> Ask:
     """A call from its row: packed, or whole as the rows written before `call_packed` are."""
     packed = row["packed"]
     prompts, answers, line = (
-        json.loads(zlib.decompress(packed)) if packed is not None
+        json.loads(zlib.decompress(packed))
+        if packed is not None
         else (json.loads(row["prompts"]), json.loads(row["answers"]), row["line"])
-    )  # fmt: skip
+    )
     return Ask(
-        thread=row["thread"], agent=row["agent"], level=row["level"], index=row["idx"],
-        prompts=tuple(prompts), answers=tuple(answers), line=line,
-        input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
+        thread=row["thread"],
+        agent=row["agent"],
+        level=row["level"],
+        index=row["idx"],
+        prompts=tuple(prompts),
+        answers=tuple(answers),
+        line=line,
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
         outcome=row["outcome"],
-    )  # fmt: skip
+    )
 
 
 def outline_row(outline: Outline) -> Params:
     """The row of an outline loaded from elsewhere: a fresh epoch and version in this store."""
     return {
-        **_outline_values(outline), "thread": outline.thread, "epoch": uuid.uuid4().hex,
+        **_outline_values(outline),
+        "thread": outline.thread,
+        "epoch": uuid.uuid4().hex,
         "version": 0,
-    }  # fmt: skip
+    }
 
 
 def loaded_message_row(stored: Stored, native: str | None = None) -> Params:
@@ -280,8 +332,17 @@ def loaded_message_row(stored: Stored, native: str | None = None) -> Params:
     its provider's form (`native`) when it has one."""
     m = stored.message
     return {
-        "id": m.id, "thread": m.thread, "seq": stored.seq, "idx": stored.index,
-        "author": m.author, "to": m.to, "text": m.text, "at": format_at(m.at), "step": m.step,
-        "files": m.files_json(), "weight": stored.weight, "sidx": stored.step_index,
+        "id": m.id,
+        "thread": m.thread,
+        "seq": stored.seq,
+        "idx": stored.index,
+        "author": m.author,
+        "to": m.to,
+        "text": m.text,
+        "at": format_at(m.at),
+        "step": m.step,
+        "files": m.files_json(),
+        "weight": stored.weight,
+        "sidx": stored.step_index,
         "native": native,
-    }  # fmt: skip
+    }

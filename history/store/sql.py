@@ -61,10 +61,18 @@ from .writes import (
 log = logging.getLogger(__name__)
 
 _ERASED = (
-    "erase_outline", "erase_messages", "erase_summaries", "erase_calls", "erase_search_terms",
-    "erase_search_words", "erase_search", "erase_moves", "erase_generations",
-    "erase_generation_shown", "erase_names",
-)  # fmt: skip
+    "erase_outline",
+    "erase_messages",
+    "erase_summaries",
+    "erase_calls",
+    "erase_search_terms",
+    "erase_search_words",
+    "erase_search",
+    "erase_moves",
+    "erase_generations",
+    "erase_generation_shown",
+    "erase_names",
+)
 """What an erase deletes and counts, the outline first (see `queries.sql`)."""
 
 
@@ -155,9 +163,12 @@ class SQLStore:
         )
         if placed is not None:
             return Stored(
-                message=message, seq=placed["seq"], index=placed["idx"], weight=weight,
+                message=message,
+                seq=placed["seq"],
+                index=placed["idx"],
+                weight=weight,
                 step_index=placed["sidx"],
-            )  # fmt: skip
+            )
         # ON CONFLICT waited for any other writer of the id: its row is committed now.
         found = await self._sql.run(lambda tx: tx.one("message", id=message.id))
         if found is None:
@@ -314,8 +325,10 @@ class SQLStore:
     ) -> bool:
         update = {
             **rows.outline_update(after, lines_changed=lines_changed),
-            "thread": before.thread, "epoch": before.epoch, "version": before.version,
-        }  # fmt: skip
+            "thread": before.thread,
+            "epoch": before.epoch,
+            "version": before.version,
+        }
         language = self.language
         searched = stored_search_rows(processed, language)  # stemmed before it begins
 
@@ -362,8 +375,10 @@ class SQLStore:
         thread, first = before.thread, gone[0].seq
         update = {
             **rows.outline_update(after, lines_changed=False),
-            "thread": thread, "epoch": before.epoch, "version": before.version,
-        }  # fmt: skip
+            "thread": thread,
+            "epoch": before.epoch,
+            "version": before.version,
+        }
         keys = [
             {"thread": thread, "agent": s.message.author if s.message.step else "", "idx": idx}
             for s in gone

@@ -45,8 +45,11 @@ as at its 1,000th (with 1,000, a commit's share of the copying grew by 60% over 
 T = TypeVar("T")
 
 _BEGIN: dict[Mode, str | None] = {
-    "auto": None, "read": None, "snapshot": "BEGIN", "write": "BEGIN IMMEDIATE",
-}  # fmt: skip
+    "auto": None,
+    "read": None,
+    "snapshot": "BEGIN",
+    "write": "BEGIN IMMEDIATE",
+}
 _READS: tuple[Mode, ...] = ("read", "snapshot")
 """The bodies the reading connection runs."""
 

@@ -182,8 +182,16 @@ def test_steps_round_trip() -> None:
         Feedback(text="Please answer with a number."),
     ]
     assert [decode(encode(step)) for step in steps] == steps
-    for text in ["", "{}", "plain words", '{"tool_calls": []}', '{"tool_returns": [{"id": 1}]}',
-                 '{"feedback": "x", "more": 1}', "[1, 2]", "{not json"]:  # fmt: skip
+    for text in [
+        "",
+        "{}",
+        "plain words",
+        '{"tool_calls": []}',
+        '{"tool_returns": [{"id": 1}]}',
+        '{"feedback": "x", "more": 1}',
+        "[1, 2]",
+        "{not json",
+    ]:
         assert decode(text) is None
 
 

@@ -12,8 +12,14 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-SAID = ["Plan the launch for December", "We need a trailer", "And a landing page",
-        "Who writes the copy?", "The price is 4,200 EUR per seat", "ok thanks"]  # fmt: skip
+SAID = [
+    "Plan the launch for December",
+    "We need a trailer",
+    "And a landing page",
+    "Who writes the copy?",
+    "The price is 4,200 EUR per seat",
+    "ok thanks",
+]
 
 
 def test_the_offline_chat_answers_and_shows_its_prompt_and_tree(tmp_path: Path) -> None:

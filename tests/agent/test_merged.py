@@ -33,9 +33,11 @@ def pairwise(pieces: list[ModelMessage]) -> list[ModelMessage]:
             )
             out[-1] = ModelRequest(parts=parts, run_id=last.run_id or piece.run_id)
         elif (
-            isinstance(piece, ModelResponse) and isinstance(last, ModelResponse)
-            and piece.provider_name is None and last.provider_name is None
-        ):  # fmt: skip
+            isinstance(piece, ModelResponse)
+            and isinstance(last, ModelResponse)
+            and piece.provider_name is None
+            and last.provider_name is None
+        ):
             out[-1] = ModelResponse(parts=[*last.parts, *piece.parts], timestamp=piece.timestamp)
         else:
             out.append(piece)

@@ -148,12 +148,19 @@ def test_a_request_is_measured_against_its_providers_minimum() -> None:
     body = {
         "system": [{"type": "text", "text": "Be brief."}],
         "messages": [
-            {"role": "user", "content": [
-                {"type": "text", "text": "word " * 1_100, "cache_control": {"type": "ephemeral"}},
-            ]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "word " * 1_100,
+                        "cache_control": {"type": "ephemeral"},
+                    },
+                ],
+            },
             {"role": "user", "content": [{"type": "text", "text": "What now?"}]},
         ],
-    }  # fmt: skip
+    }
     measured = measure("anthropic:claude-sonnet-4-5", body)
     assert (measured.marks, measured.max_marks) == (1, 4)
     assert (measured.cached, measured.tokens, measured.reaches) == (1_104, 1_107, True)
@@ -180,11 +187,14 @@ def marked_texts(body: dict[str, Any]) -> list[str]:
         {},
         {"anthropic_cache_instructions": True},
         {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True},
-        {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True,
-         "anthropic_cache_messages": True},
+        {
+            "anthropic_cache_instructions": True,
+            "anthropic_cache_tool_definitions": True,
+            "anthropic_cache_messages": True,
+        },
         {"cache": True},
     ],
-)  # fmt: skip
+)
 async def test_anthropic_marks_stay_within_four_the_full_blocks_mark_first(
     open_history: Opener, settings: AnthropicModelSettings
 ) -> None:
@@ -249,8 +259,10 @@ def test_cache_facts_come_from_pydantic_ais_profiles() -> None:
         facts(m) for m in ("anthropic:claude-sonnet-4-5", "openai:gpt-5.6", "openai:gpt-5.5")
     )
     assert (anthropic.retention, anthropic.write, anthropic.marks) == (
-        timedelta(minutes=5), 1.25, 4,
-    )  # fmt: skip
+        timedelta(minutes=5),
+        1.25,
+        4,
+    )
     assert (openai.retention, openai.write, openai.marks) == (timedelta(minutes=30), 1.25, 4)
     assert (older.retention, older.write, older.marks) == (None, 1.0, 0)
 
@@ -306,8 +318,15 @@ def test_the_prompt_command_prints_the_providers_request(
 
 
 def test_a_turn_costs_its_cached_prefix_at_the_read_price_once_it_reaches_the_minimum() -> None:
-    short = Measured(model="anthropic:claude-sonnet-4-5", tokens=900, bytes=1, marks=1,
-                     max_marks=4, cached=800, minimum=1_024)  # fmt: skip
+    short = Measured(
+        model="anthropic:claude-sonnet-4-5",
+        tokens=900,
+        bytes=1,
+        marks=1,
+        max_marks=4,
+        cached=800,
+        minimum=1_024,
+    )
     assert short.turn_cost() == 900.0
     long = replace(short, tokens=3_000, cached=2_000)
     assert long.turn_cost() == pytest.approx(2_000 * 0.1 + 1_000)

@@ -46,11 +46,21 @@ def client(demo: Path) -> Iterator[TestClient]:
 
 def routes(thread: str) -> list[str]:
     t = quote(thread, safe="")
-    return ["/", "/?match=laun", f"/threads/{t}", f"/threads/{t}?q=price",
-            f"/threads/{t}?open=0%2B2", f"/threads/{t}/open/0+2", f"/threads/{t}/open/1+1",
-            f"/threads/{t}/prompt", f"/threads/{t}/prompt?model=openai:gpt-5.6",
-            f"/threads/{t}/open/s0+1?agent=north", f"/threads/{t}/time", "/static/viewer.js",
-            "/static/viewer.css"]  # fmt: skip
+    return [
+        "/",
+        "/?match=laun",
+        f"/threads/{t}",
+        f"/threads/{t}?q=price",
+        f"/threads/{t}?open=0%2B2",
+        f"/threads/{t}/open/0+2",
+        f"/threads/{t}/open/1+1",
+        f"/threads/{t}/prompt",
+        f"/threads/{t}/prompt?model=openai:gpt-5.6",
+        f"/threads/{t}/open/s0+1?agent=north",
+        f"/threads/{t}/time",
+        "/static/viewer.js",
+        "/static/viewer.css",
+    ]
 
 
 @pytest.mark.slow
@@ -135,9 +145,15 @@ def test_the_thread_page_agrees_with_show_json(client: TestClient, demo: Path) -
     page = Page(client.get(f"/threads/{THREAD}?open=0%2B1").text)
     f = shown["figures"]
     assert page.one("p", id="figures").text.split()[:8] == [
-        str(f["messages"]), "messages;", str(f["nodes"]), "lines", "in", str(f["depth"]),
-        "levels;", "the",
-    ]  # fmt: skip
+        str(f["messages"]),
+        "messages;",
+        str(f["nodes"]),
+        "lines",
+        "in",
+        str(f["depth"]),
+        "levels;",
+        "the",
+    ]
     boxes = page.find("a", "box")
     row = [b for b in boxes if "outline-row" in b.classes]
     assert [b.attrs["data-label"] for b in row] == [line["label"] for line in shown["outline"]]
@@ -167,8 +183,10 @@ def test_a_line_opened_agrees_with_zoom_json(client: TestClient, demo: Path) -> 
             f"/threads/{THREAD}/open/{label}" + (f"?agent={agent}" if agent else "")
         )
         page = Page(answer.text)
-        opened = [(a.attrs["data-label"], s.text) for a, s in zip(
-            page.find("a", "open"), page.find("span", "line"), strict=True)]  # fmt: skip
+        opened = [
+            (a.attrs["data-label"], s.text)
+            for a, s in zip(page.find("a", "open"), page.find("span", "line"), strict=True)
+        ]
         assert opened == [(n["label"], n["text"]) for n in zoomed["lines"]]
         children = [b.attrs["data-label"] for b in page.find("a", "box")]
         assert children == ([] if agent else [n["label"] for n in zoomed["lines"]])
@@ -250,8 +268,9 @@ def test_serve_binds_to_this_machine_and_warns_on_another_host(
     import uvicorn
 
     bound: list[tuple[str, int]] = []
-    monkeypatch.setattr(uvicorn.Server, "run", lambda self: bound.append(
-        (self.config.host, self.config.port)))  # fmt: skip
+    monkeypatch.setattr(
+        uvicorn.Server, "run", lambda self: bound.append((self.config.host, self.config.port))
+    )
     code, _, err = cli("serve", "--db", demo)
     assert code == 0 and bound == [("127.0.0.1", 8765)] and "warning" not in err
     code, _, err = cli("serve", "--db", demo, "--host", "0.0.0.0", "--port", "9000")
@@ -271,8 +290,18 @@ def test_both_stores_serve_the_same_pages(tmp_path: Path) -> None:
     pages = {}
     for kind in KINDS:
         with store_url(kind, tmp_path) as db:
-            code, _, err = cli("ingest", chat, "--db", db, "--tail", "400,800", "--line", "160",
-                               "--outline", "1200,2400")  # fmt: skip
+            code, _, err = cli(
+                "ingest",
+                chat,
+                "--db",
+                db,
+                "--tail",
+                "400,800",
+                "--line",
+                "160",
+                "--outline",
+                "1200,2400",
+            )
             assert code == 0, err
             with TestClient(create_app(db)) as client:
                 answers = [client.get(r) for r in routes(THREAD)[:-2]]

@@ -121,8 +121,11 @@ async def test_search_ranks_by_relevance_then_recency(open_history: Opener, data
         nothing = await search(run.history, "t", "?!")
     # Then message 1, which holds no venue but sits between two: found through its neighbours.
     assert [(h.label, h.message) for h in hits] == [
-        ("3+1", "t-3"), ("2+1", "t-2"), ("0+1", "t-0"), ("1+1", "t-1"),
-    ]  # fmt: skip
+        ("3+1", "t-3"),
+        ("2+1", "t-2"),
+        ("0+1", "t-0"),
+        ("1+1", "t-1"),
+    ]
     assert hits[1].text == "Ana → north: the venue is booked"
     assert nothing == []
 

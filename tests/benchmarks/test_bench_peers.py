@@ -137,8 +137,10 @@ async def test_the_providers_compactions_trigger_where_their_capabilities_say() 
 
 def test_peers_are_named_with_their_installed_libraries() -> None:
     strategies, missing = available()
-    for name, module in (("harness-tiered", "pydantic_ai_harness"),
-                         ("summarization-pydantic-ai", "pydantic_ai_summarization")):  # fmt: skip
+    for name, module in (
+        ("harness-tiered", "pydantic_ai_harness"),
+        ("summarization-pydantic-ai", "pydantic_ai_summarization"),
+    ):
         assert (name in strategies) == (importlib.util.find_spec(module) is not None)
         assert (name in missing) != (name in strategies)
 

@@ -42,8 +42,17 @@ async def test_a_small_scale_run_times_every_slice_and_reads_at_each_checkpoint(
 
     verdict = targets.ingest_flat(done)
     assert verdict.met == all(i.growth <= 1.3 for i in done.ingests)
-    report = render(Results(config=QUICK, command="test", corpora=(), skipped={}, runs=(),
-                            scale=done, targets=[verdict]))  # fmt: skip
+    report = render(
+        Results(
+            config=QUICK,
+            command="test",
+            corpora=(),
+            skipped={},
+            runs=(),
+            scale=done,
+            targets=[verdict],
+        )
+    )
     assert "### The scale run" in report and verdict.goal in report
     assert "| 120 | " in report  # the reads at the last checkpoint
     assert "lines asked/msg" in report
@@ -75,9 +84,12 @@ def test_the_peak_memory_of_a_started_process_is_its_own() -> None:
     assert scale.peak_mib() >= 300  # the premise: this process has held 300 MiB
     code = "from benchmarks.scale import peak_mib; print(peak_mib())"
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         cwd=Path(__file__).parents[2],
-    )  # fmt: skip
+    )
     del held
     assert 0 < float(done.stdout) < 200  # ru_maxrss says 300 or more: the parent's
 
@@ -85,9 +97,13 @@ def test_the_peak_memory_of_a_started_process_is_its_own() -> None:
 def test_a_missed_flat_ingest_says_what_grows_in_each_run() -> None:
     def ingest(threads: int, last: float) -> scale.Ingest:
         return scale.Ingest(
-            threads=threads, messages=100_000, slice=10_000, rates=(300.0, 200.0),
-            cpu=(2.5, last), asks=(0.6, 0.6),
-        )  # fmt: skip
+            threads=threads,
+            messages=100_000,
+            slice=10_000,
+            rates=(300.0, 200.0),
+            cpu=(2.5, last),
+            asks=(0.6, 0.6),
+        )
 
     def why(*ingests: scale.Ingest) -> str:
         run = scale.Scale(ingests=ingests, reads=(), peak_mib=1.0, seconds=1.0)

@@ -83,6 +83,10 @@ async def test_calls_recorded_before_they_were_packed_still_read(database: str) 
     finally:
         await store.close()
     assert (ask.prompts, ask.answers, ask.line, ask.level, ask.index) == (
-        ("a prompt",), ("an answer",), "a line", 1, 2,
-    )  # fmt: skip
+        ("a prompt",),
+        ("an answer",),
+        "a line",
+        1,
+        2,
+    )
     assert records is not None and records.calls[0].model == "echo\nNone\nwords"

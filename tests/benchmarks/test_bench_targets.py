@@ -33,10 +33,19 @@ def measured(
         for k, p in enumerate(prompts)
     )
     return Run(
-        corpus="synthetic", strategy=strategy, budget=8_000, turns=turns, expiring=turns,
-        first=len(turns), usage=Usage(calls=len(turns)), recall=0.0, search=None, seconds=0.0,
-        kinds=("grow",) * len(turns), summarizer=summarizer,
-    )  # fmt: skip
+        corpus="synthetic",
+        strategy=strategy,
+        budget=8_000,
+        turns=turns,
+        expiring=turns,
+        first=len(turns),
+        usage=Usage(calls=len(turns)),
+        recall=0.0,
+        search=None,
+        seconds=0.0,
+        kinds=("grow",) * len(turns),
+        summarizer=summarizer,
+    )
 
 
 def growing(head: str, n: int) -> list[Prompt]:
@@ -159,11 +168,15 @@ def test_the_lead_over_conversation_search_names_the_kinds_where_it_is_short() -
         return Score(corpus=corpus, kind=kind, method=method, questions=10, found=(0, 0, top10))
 
     scores = [
-        score("chitchat", "all", "search", 0.8), score("chitchat", "all", PEER, 0.4),
-        score("synthetic", "all", "search", 0.3), score("synthetic", "all", PEER, 0.2),
-        score("synthetic", "forms", "search", 0.2), score("synthetic", "forms", PEER, 0.0),
-        score("synthetic", "fact", "search", 1.0), score("synthetic", "fact", PEER, 1.0),
-    ]  # fmt: skip
+        score("chitchat", "all", "search", 0.8),
+        score("chitchat", "all", PEER, 0.4),
+        score("synthetic", "all", "search", 0.3),
+        score("synthetic", "all", PEER, 0.2),
+        score("synthetic", "forms", "search", 0.2),
+        score("synthetic", "forms", PEER, 0.0),
+        score("synthetic", "fact", "search", 1.0),
+        score("synthetic", "fact", PEER, 1.0),
+    ]
     lead = targets(Retrieval(scores=tuple(scores), timings=(), recalls=()), real=())[0]
     assert not lead.met and lead.numbers == "chitchat: 80% against 40%; synthetic: 30% against 20%"
     assert lead.why.startswith("on synthetic, by kind, forms 20% against 0%, fact 100% against")

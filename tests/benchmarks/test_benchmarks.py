@@ -337,8 +337,10 @@ async def test_the_raw_writer_stores_the_rows_the_plugin_stores(tmp_path: Path) 
         raw, plugin = (run_sql(str(tmp_path / f"{n}.sqlite"), sql) for n in ("raw", "plugin"))
         assert len(raw) >= least and sorted(raw) == sorted(plugin)
     # Its postings are written as the store writes them: no thread leaves 64 messages waiting.
-    waiting = run_sql(str(tmp_path / "raw.sqlite"), "SELECT thread, count(*) FROM search "
-                      "WHERE NOT posted GROUP BY thread")  # fmt: skip
+    waiting = run_sql(
+        str(tmp_path / "raw.sqlite"),
+        "SELECT thread, count(*) FROM search WHERE NOT posted GROUP BY thread",
+    )
     posted = run_sql(str(tmp_path / "raw.sqlite"), "SELECT count(*) FROM search WHERE posted")
     assert len(waiting) == 2 and all(n < POSTED_TOGETHER for _, n in waiting)
     assert posted[0][0] >= POSTED_TOGETHER

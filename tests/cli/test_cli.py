@@ -73,28 +73,61 @@ def test_threads_and_show_as_json(db: Path, capsys: pytest.CaptureFixture[str]) 
     assert listed == {
         "store": str(db),
         "threads": [
-            {"thread": "t", "title": None, "messages": 16, "pending": 0, "nodes": 19, "depth": 4,
-             "lines": 11, "bytes": 477, "tail": 5, "tokens": 77, "fallbacks": 0},
+            {
+                "thread": "t",
+                "title": None,
+                "messages": 16,
+                "pending": 0,
+                "nodes": 19,
+                "depth": 4,
+                "lines": 11,
+                "bytes": 477,
+                "tail": 5,
+                "tokens": 77,
+                "fallbacks": 0,
+            },
         ],
-    }  # fmt: skip
+    }
     shown = as_json(capsys, "show", "t", "--db", db)
     assert isinstance(shown, dict)
     assert list(shown) == [
-        "thread", "title", "settings", "figures", "nodes", "outline", "steps", "tail",
-    ]  # fmt: skip
+        "thread",
+        "title",
+        "settings",
+        "figures",
+        "nodes",
+        "outline",
+        "steps",
+        "tail",
+    ]
     assert shown["settings"]["tail"] == [40, 80]
     assert shown["figures"] == listed["threads"][0]
     assert len(shown["nodes"]) == 19 and len(shown["outline"]) == 11 and len(shown["tail"]) == 5
     assert shown["nodes"][0] == {
-        "label": "0+1", "level": 0, "index": 0, "text": "Ana → north: Plan the launch for December",
-        "bytes": 43, "at": "2026-11-01T09:00:00+00:00", "outline": True, "generation": 0,
-    }  # fmt: skip
+        "label": "0+1",
+        "level": 0,
+        "index": 0,
+        "text": "Ana → north: Plan the launch for December",
+        "bytes": 43,
+        "at": "2026-11-01T09:00:00+00:00",
+        "outline": True,
+        "generation": 0,
+    }
     assert sum(n["outline"] for n in shown["nodes"]) == 11
     assert shown["steps"] == {}  # the chat has no tool steps
     assert shown["outline"][0]["label"] == "0+1"
     assert set(shown["tail"][0]) == {
-        "index", "seq", "id", "author", "to", "at", "step", "tokens", "text", "files",
-    }  # fmt: skip
+        "index",
+        "seq",
+        "id",
+        "author",
+        "to",
+        "at",
+        "step",
+        "tokens",
+        "text",
+        "files",
+    }
     assert run(capsys, "erase", "t", "--db", db)[0] == 0
     assert as_json(capsys, "threads", "--db", db) == {"store": str(db), "threads": []}
 
@@ -109,13 +142,19 @@ def test_prompt_zoom_and_search_as_json_hold_what_the_text_shows(
     assert prompt == {"thread": "t", "agent": None, "tokens": int(tokens), "bytes": int(size)}
     zoomed = as_json(capsys, "zoom", "t", "0+2", "--db", db)
     assert zoomed == {
-        "thread": "t", "label": "0+2", "level": 1, "index": 0, "page": 1, "pages": 1,
+        "thread": "t",
+        "label": "0+2",
+        "level": 1,
+        "index": 0,
+        "page": 1,
+        "pages": 1,
         "lines": [
             {"label": "0+1", "text": "Ana → north: Plan the launch for December"},
             {"label": "1+1", "text": "north → Ana: You said: Ana: Plan the launch for December"},
         ],
-        "message": None, "text": run(capsys, "zoom", "t", "0+2", "--db", db)[1].removesuffix("\n"),
-    }  # fmt: skip
+        "message": None,
+        "text": run(capsys, "zoom", "t", "0+2", "--db", db)[1].removesuffix("\n"),
+    }
     found = as_json(capsys, "search", "t", "49", "euros", "--limit", "2", "--db", db)
     assert isinstance(found, dict) and found["query"] == "49 euros"
     _, text, _ = run(capsys, "search", "t", "49", "euros", "--limit", "2", "--db", db)
@@ -171,10 +210,16 @@ def test_the_store_variable_names_the_store_of_every_command(
     assert run(capsys, "ingest", EXAMPLE, "--tail", "40,80")[0] == 0
     assert store.exists() and not (tmp_path / "chat-outline.sqlite").exists()
     for argv in (
-        ["threads"], ["show", "t"], ["prompt", "t"], ["zoom", "t", "0+2"], ["search", "t", "49"],
-        ["stats"], ["export", "--out", "-"], ["rebuild", "t", "--tail", "40,80"],
+        ["threads"],
+        ["show", "t"],
+        ["prompt", "t"],
+        ["zoom", "t", "0+2"],
+        ["search", "t", "49"],
+        ["stats"],
+        ["export", "--out", "-"],
+        ["rebuild", "t", "--tail", "40,80"],
         ["load", tmp_path / "x.jsonl"],
-    ):  # fmt: skip
+    ):
         if argv[0] == "load":
             (tmp_path / "x.jsonl").write_text(run(capsys, "export", "--out", "-")[1])
         code, _, err = run(capsys, *argv)
@@ -213,9 +258,19 @@ def test_prompt_shows_the_view_of_the_threads_only_agent(
     assert isinstance(nobody, dict) and nobody["agent"] is None
     assert nobody["text"] != mine["text"]
     # Two agents: nobody's view, and the agents are named.
-    lines = [json.dumps({"id": f"m{n}", "thread": "duo", "author": author, "text": "hi",
-                         "at": f"2026-01-01T00:00:0{n}Z", "step": True})
-             for n, author in enumerate(["north", "south"])]  # fmt: skip
+    lines = [
+        json.dumps(
+            {
+                "id": f"m{n}",
+                "thread": "duo",
+                "author": author,
+                "text": "hi",
+                "at": f"2026-01-01T00:00:0{n}Z",
+                "step": True,
+            }
+        )
+        for n, author in enumerate(["north", "south"])
+    ]
     (tmp_path / "duo.jsonl").write_text("\n".join(lines) + "\n")
     assert run(capsys, "ingest", tmp_path / "duo.jsonl", "--db", "h.sqlite")[0] == 0
     code, _, err = run(capsys, "prompt", "duo", "--db", "h.sqlite")
@@ -239,8 +294,12 @@ def test_an_unopenable_store_is_one_line_and_exit_2(
     where = where.format(tmp=tmp_path)  # a folder, the root, a folder that does not exist
     result = subprocess.run(
         [sys.executable, "-m", "history.cli", *command, "--db", where],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 2
     assert result.stderr.startswith("chat-outline: ") and result.stderr.count("\n") == 1, (
         result.stderr
@@ -256,9 +315,14 @@ def loaded(*argv: str, cwd: Path) -> set[str]:
         "print(' '.join(sorted(n for n in heavy if n in sys.modules)), file=sys.stderr)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", script, *argv], cwd=cwd, capture_output=True, text=True,
-        timeout=60, check=False, env={"PYTHONPATH": str(ROOT), "PATH": ""},
-    )  # fmt: skip
+        [sys.executable, "-c", script, *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
     return set(result.stderr.splitlines()[-1].split())
 
 
@@ -326,8 +390,9 @@ def test_stats_prices_known_models_and_names_the_unknown(
     assert [(t["thread"], t["cost"]) for t in meter["threads"]] == [("a", b["cost"]), ("b", 0.0)]
     assert meter["cost"] == b["cost"] and meter["input_price"] is None
 
-    code, out, err = run(capsys, "stats", "--json", "--input-price", "1", "--output-price", "2",
-                         "--db", db)  # fmt: skip
+    code, out, err = run(
+        capsys, "stats", "--json", "--input-price", "1", "--output-price", "2", "--db", db
+    )
     meter = json.loads(out)
     assert code == 0 and err == ""
     assert all((m["input_price"], m["output_price"]) == (1.0, 2.0) for m in meter["models"])
@@ -340,15 +405,24 @@ def test_stats_prices_known_models_and_names_the_unknown(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["threads", "--bogus"], "chat-outline threads: unrecognized arguments: --bogus (see "
-                                 "chat-outline threads --help)"),
-        (["show"], "chat-outline show: the following arguments are required: thread "
-                   "(see chat-outline show --help)"),
-        (["search", "t", "x", "--limit", "0"], "chat-outline search: argument --limit: must "
-                                                "be a whole number above 0, got '0' (see "
-                                                "chat-outline search --help)"),
+        (
+            ["threads", "--bogus"],
+            "chat-outline threads: unrecognized arguments: --bogus (see "
+            "chat-outline threads --help)",
+        ),
+        (
+            ["show"],
+            "chat-outline show: the following arguments are required: thread "
+            "(see chat-outline show --help)",
+        ),
+        (
+            ["search", "t", "x", "--limit", "0"],
+            "chat-outline search: argument --limit: must "
+            "be a whole number above 0, got '0' (see "
+            "chat-outline search --help)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_usage_mistake_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:

@@ -25,8 +25,11 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def rows(out: str) -> list[list[str]]:
     """The body rows of the rich tables in `out`, as lists of cells."""
-    return [[c.strip() for c in line.strip().strip("│").split("│")]
-            for line in out.splitlines() if line.startswith("│")]  # fmt: skip
+    return [
+        [c.strip() for c in line.strip().strip("│").split("│")]
+        for line in out.splitlines()
+        if line.startswith("│")
+    ]
 
 
 @pytest.fixture
@@ -59,8 +62,10 @@ def test_threads_on_an_empty_store_says_so(
     (tmp_path / "empty.json").write_text("[]")
     assert run(capsys, "ingest", tmp_path / "empty.json", "--db", tmp_path / "h.sqlite")[0] == 0
     assert run(capsys, "threads", "--db", tmp_path / "h.sqlite") == (
-        0, f"no threads in '{tmp_path / 'h.sqlite'}'\n", "",
-    )  # fmt: skip
+        0,
+        f"no threads in '{tmp_path / 'h.sqlite'}'\n",
+        "",
+    )
 
 
 def test_show_draws_the_tree_with_the_outline_marked_then_the_outline_and_the_tail(
@@ -116,12 +121,16 @@ def test_erase_deletes_a_thread_and_a_second_erase_finds_nothing(
     db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(capsys, "erase", "t", "--db", db) == (
-        0, "erased thread 't': 16 messages and 22 lines\n", ""
-    )  # fmt: skip
+        0,
+        "erased thread 't': 16 messages and 22 lines\n",
+        "",
+    )
     assert run(capsys, "threads", "--db", db)[1] == f"no threads in '{db}'\n"
     assert run(capsys, "erase", "t", "--db", db) == (
-        2, "", f"chat-outline: no thread 't' in '{db}'\n"
-    )  # fmt: skip
+        2,
+        "",
+        f"chat-outline: no thread 't' in '{db}'\n",
+    )
 
 
 @pytest.mark.parametrize("command", ["show", "erase", "prompt"])
@@ -129,8 +138,10 @@ def test_a_thread_that_does_not_exist_is_exit_2(
     db: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
     assert run(capsys, command, "nope", "--db", db) == (
-        2, "", f"chat-outline: no thread 'nope' in '{db}'\n"
-    )  # fmt: skip
+        2,
+        "",
+        f"chat-outline: no thread 'nope' in '{db}'\n",
+    )
 
 
 def test_a_store_that_is_missing_or_not_ours_is_exit_2_without_a_traceback(
@@ -217,8 +228,12 @@ def test_the_command_is_installed_and_its_demo_needs_no_network_or_key(tmp_path:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     result = subprocess.run(
         ["chat-outline", "demo", "--db", str(tmp_path / "demo.sqlite"), "--depth", "1"],
-        capture_output=True, text=True, env={**env, "COLUMNS": "120"}, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env={**env, "COLUMNS": "120"},
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "A planning chat of 272 messages" in result.stdout
     assert "Traceback" not in result.stderr
@@ -228,8 +243,10 @@ def test_a_worker_refuses_a_store_it_cannot_share(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(capsys, "worker", "--db", ":memory:") == (
-        2, "", "chat-outline: a worker shares a store with other processes, not ':memory:'\n"
-    )  # fmt: skip
+        2,
+        "",
+        "chat-outline: a worker shares a store with other processes, not ':memory:'\n",
+    )
     missing = tmp_path / "typo.sqlite"
     code, out, err = run(capsys, "worker", "--db", missing)
     assert (code, out) == (2, "") and "no store at" in err and not missing.exists()

@@ -36,10 +36,17 @@ def stored(db: Path) -> dict[str, list[Row]]:
             found: dict[str, list[Row]] = {}
             for thread in await store.threads():
                 found[thread] = [
-                    (m.id, m.author, m.to, m.text, format_at(m.at), m.step,
-                     tuple(f.name for f in m.files))
+                    (
+                        m.id,
+                        m.author,
+                        m.to,
+                        m.text,
+                        format_at(m.at),
+                        m.step,
+                        tuple(f.name for f in m.files),
+                    )
                     for m in (s.message for s in await store.messages(thread, 0, 10**9))
-                ]  # fmt: skip
+                ]
             return found
         finally:
             await store.close()
@@ -166,8 +173,12 @@ def conversation(id: str, nodes: list[dict[str, Any]], current: str) -> dict[str
     mapping = {}
     for n, node in enumerate(nodes):
         parent = nodes[n - 1]["id"] if n else None
-        mapping[node["id"]] = {"id": node["id"], "parent": node.get("parent", parent),
-                               "children": [], "message": node.get("message")}  # fmt: skip
+        mapping[node["id"]] = {
+            "id": node["id"],
+            "parent": node.get("parent", parent),
+            "children": [],
+            "message": node.get("message"),
+        }
     for node in mapping.values():
         if node["parent"] in mapping:
             mapping[node["parent"]]["children"].append(node["id"])
@@ -177,9 +188,15 @@ def conversation(id: str, nodes: list[dict[str, Any]], current: str) -> dict[str
 def said(role: str, text: str | None, at: float | str | None, **extra: Any) -> dict[str, Any]:
     content = extra.pop("content", {"content_type": "text", "parts": [text]})
     author = {"role": role, "name": extra.pop("name", None), "metadata": {}}
-    return {"id": "x", "author": author, "create_time": at, "content": content,
-            "status": "finished_successfully", "metadata": extra.pop("metadata", {}),
-            "recipient": extra.pop("recipient", "all")}  # fmt: skip
+    return {
+        "id": "x",
+        "author": author,
+        "create_time": at,
+        "content": content,
+        "status": "finished_successfully",
+        "metadata": extra.pop("metadata", {}),
+        "recipient": extra.pop("recipient", "all"),
+    }
 
 
 def test_a_chatgpt_export_is_read_along_the_branch_that_was_shown(
@@ -189,31 +206,69 @@ def test_a_chatgpt_export_is_read_along_the_branch_that_was_shown(
     image = {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-ab"}
     attachment = {"id": "file-ab", "name": "mockup.png", "size": 2048, "mime_type": "image/png"}
     export = [
-        conversation("c1", [
-            {"id": "root"},
-            {"id": "sys", "message": said("system", "", None)},
-            {"id": "ctx", "message": said("user", "be brief", T0, metadata=hidden)},
-            {"id": "u1", "message": said("user", "What does Solo cost?", T0 + 60)},
-            {"id": "alt", "message": said("assistant", "An abandoned answer", T0 + 90)},
-            {"id": "a1", "parent": "u1", "message": said(
-                "assistant", None, T0 + 120, recipient="python",
-                content={"content_type": "code", "language": "python", "text": "price('solo')"})},
-            {"id": "t1", "message": said(
-                "tool", None, T0 + 130, name="python",
-                content={"content_type": "execution_output", "text": "12"})},
-            {"id": "a2", "message": said("assistant", "Solo is $12 a month.", None)},
-            {"id": "u2", "message": said(
-                "user", None, T0 + 300, metadata={"attachments": [attachment]},
-                content={"content_type": "multimodal_text", "parts": [image, "The mockup"]})},
-            {"id": "a3", "message": said(
-                "assistant", None, T0 + 310,
-                content={"content_type": "thoughts",
-                         "thoughts": [{"summary": "Looking", "content": "It has a chart."}]})},
-            {"id": "a4", "message": said("assistant", "The mockup looks right.", T0 + 320)},
-            {"id": "empty", "message": said("assistant", "", T0 + 330)},
-        ], current="empty"),
+        conversation(
+            "c1",
+            [
+                {"id": "root"},
+                {"id": "sys", "message": said("system", "", None)},
+                {"id": "ctx", "message": said("user", "be brief", T0, metadata=hidden)},
+                {"id": "u1", "message": said("user", "What does Solo cost?", T0 + 60)},
+                {"id": "alt", "message": said("assistant", "An abandoned answer", T0 + 90)},
+                {
+                    "id": "a1",
+                    "parent": "u1",
+                    "message": said(
+                        "assistant",
+                        None,
+                        T0 + 120,
+                        recipient="python",
+                        content={
+                            "content_type": "code",
+                            "language": "python",
+                            "text": "price('solo')",
+                        },
+                    ),
+                },
+                {
+                    "id": "t1",
+                    "message": said(
+                        "tool",
+                        None,
+                        T0 + 130,
+                        name="python",
+                        content={"content_type": "execution_output", "text": "12"},
+                    ),
+                },
+                {"id": "a2", "message": said("assistant", "Solo is $12 a month.", None)},
+                {
+                    "id": "u2",
+                    "message": said(
+                        "user",
+                        None,
+                        T0 + 300,
+                        metadata={"attachments": [attachment]},
+                        content={"content_type": "multimodal_text", "parts": [image, "The mockup"]},
+                    ),
+                },
+                {
+                    "id": "a3",
+                    "message": said(
+                        "assistant",
+                        None,
+                        T0 + 310,
+                        content={
+                            "content_type": "thoughts",
+                            "thoughts": [{"summary": "Looking", "content": "It has a chart."}],
+                        },
+                    ),
+                },
+                {"id": "a4", "message": said("assistant", "The mockup looks right.", T0 + 320)},
+                {"id": "empty", "message": said("assistant", "", T0 + 330)},
+            ],
+            current="empty",
+        ),
         conversation("c2", [{"id": "q", "message": said("user", "Hi", T0)}], current="q"),
-    ]  # fmt: skip
+    ]
     db = tmp_path / "h.sqlite"
     code, out, err = run(
         capsys, "ingest", write(tmp_path / "conversations.json", export), "--db", db
@@ -277,11 +332,15 @@ def test_a_zipped_export_is_read_as_downloaded_and_a_missing_current_node_means_
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     one = conversation("c1", [{"id": "q", "message": said("user", "Hi", T0)}], current="q")
-    two = conversation("c2", [
-        {"id": "q", "message": said("user", "Price?", T0)},
-        {"id": "old", "message": said("assistant", "$10", T0 + 60)},
-        {"id": "new", "parent": "q", "message": said("assistant", "$12", T0 + 90)},
-    ], current="new")  # fmt: skip
+    two = conversation(
+        "c2",
+        [
+            {"id": "q", "message": said("user", "Price?", T0)},
+            {"id": "old", "message": said("assistant", "$10", T0 + 60)},
+            {"id": "new", "parent": "q", "message": said("assistant", "$12", T0 + 90)},
+        ],
+        current="new",
+    )
     del two["current_node"]
     archive = tmp_path / "chatgpt-export.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
@@ -336,16 +395,31 @@ def zip_of(files: dict[str, str]) -> bytes:
 def pydantic_history() -> list[ai.ModelMessage]:
     t = datetime(2026, 1, 1, 10, tzinfo=UTC)
     return [
-        ai.ModelRequest(parts=[ai.SystemPromptPart("be brief", timestamp=t),
-                               ai.UserPromptPart("What does Solo cost?", timestamp=t)]),
-        ai.ModelResponse(parts=[ai.ThinkingPart("look it up"), ai.TextPart("Checking."),
-                                ai.ToolCallPart("price", {"plan": "solo"}, tool_call_id="c1")],
-                         timestamp=t + timedelta(minutes=1)),
-        ai.ModelRequest(parts=[ai.ToolReturnPart("price", "12 USD", tool_call_id="c1",
-                                                 timestamp=t + timedelta(minutes=2))]),
-        ai.ModelResponse(parts=[ai.TextPart("Solo is $12 a month.")],
-                         timestamp=t + timedelta(minutes=3)),
-    ]  # fmt: skip
+        ai.ModelRequest(
+            parts=[
+                ai.SystemPromptPart("be brief", timestamp=t),
+                ai.UserPromptPart("What does Solo cost?", timestamp=t),
+            ]
+        ),
+        ai.ModelResponse(
+            parts=[
+                ai.ThinkingPart("look it up"),
+                ai.TextPart("Checking."),
+                ai.ToolCallPart("price", {"plan": "solo"}, tool_call_id="c1"),
+            ],
+            timestamp=t + timedelta(minutes=1),
+        ),
+        ai.ModelRequest(
+            parts=[
+                ai.ToolReturnPart(
+                    "price", "12 USD", tool_call_id="c1", timestamp=t + timedelta(minutes=2)
+                )
+            ]
+        ),
+        ai.ModelResponse(
+            parts=[ai.TextPart("Solo is $12 a month.")], timestamp=t + timedelta(minutes=3)
+        ),
+    ]
 
 
 def test_a_pydantic_ai_history_is_read_as_the_hook_records_a_run(
@@ -359,14 +433,35 @@ def test_a_pydantic_ai_history_is_read_as_the_hook_records_a_run(
     assert stored(db) == {
         "run": [
             ("run:0.0", "user", "", "What does Solo cost?", "2026-01-01T10:00:00+00:00", False, ()),
-            ("run:1.0", "assistant", "", calls([("c1", "price", {"plan": "solo"})], "Checking."),
-             "2026-01-01T10:01:00+00:00", True, ()),
-            ("run:2.0", "assistant", "", returns([("c1", "price", "12 USD")]),
-             "2026-01-01T10:02:00+00:00", True, ()),
-            ("run:3.0", "assistant", "", "Solo is $12 a month.", "2026-01-01T10:03:00+00:00",
-             False, ()),
+            (
+                "run:1.0",
+                "assistant",
+                "",
+                calls([("c1", "price", {"plan": "solo"})], "Checking."),
+                "2026-01-01T10:01:00+00:00",
+                True,
+                (),
+            ),
+            (
+                "run:2.0",
+                "assistant",
+                "",
+                returns([("c1", "price", "12 USD")]),
+                "2026-01-01T10:02:00+00:00",
+                True,
+                (),
+            ),
+            (
+                "run:3.0",
+                "assistant",
+                "",
+                "Solo is $12 a month.",
+                "2026-01-01T10:03:00+00:00",
+                False,
+                (),
+            ),
         ]
-    }  # fmt: skip
+    }
 
 
 def test_a_pydantic_ai_history_without_times_is_dated_the_same_way_every_run(
@@ -408,27 +503,63 @@ def test_a_chat_list_takes_its_thread_from_the_file_name_and_synthesizes_times(
     chat = [
         {"role": "system", "content": "be brief"},
         {"role": "user", "name": "Ana", "content": "What does Solo cost?"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "price", "arguments": "{\"plan\": \"solo\"}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "price", "arguments": '{"plan": "solo"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "12 USD"},
         {"role": "assistant", "content": [{"type": "text", "text": "Solo is $12."}]},
-    ]  # fmt: skip
+    ]
     db = tmp_path / "h.sqlite"
     code, out, _ = run(capsys, "ingest", write(tmp_path / "support-42.json", chat), "--db", db)
     assert code == 0 and "(chat): 4 messages, 4 new" in out
     assert stored(db) == {
         "support-42": [
-            ("support-42:1", "Ana", "", "What does Solo cost?", "2000-01-01T00:00:01+00:00",
-             False, ()),
-            ("support-42:2", "assistant", "", calls([("c1", "price", '{"plan": "solo"}')]),
-             "2000-01-01T00:00:02+00:00", True, ()),
-            ("support-42:3", "assistant", "", returns([("c1", "price", "12 USD")]),
-             "2000-01-01T00:00:03+00:00", True, ()),
-            ("support-42:4", "assistant", "", "Solo is $12.", "2000-01-01T00:00:04+00:00",
-             False, ()),
+            (
+                "support-42:1",
+                "Ana",
+                "",
+                "What does Solo cost?",
+                "2000-01-01T00:00:01+00:00",
+                False,
+                (),
+            ),
+            (
+                "support-42:2",
+                "assistant",
+                "",
+                calls([("c1", "price", '{"plan": "solo"}')]),
+                "2000-01-01T00:00:02+00:00",
+                True,
+                (),
+            ),
+            (
+                "support-42:3",
+                "assistant",
+                "",
+                returns([("c1", "price", "12 USD")]),
+                "2000-01-01T00:00:03+00:00",
+                True,
+                (),
+            ),
+            (
+                "support-42:4",
+                "assistant",
+                "",
+                "Solo is $12.",
+                "2000-01-01T00:00:04+00:00",
+                False,
+                (),
+            ),
         ]
-    }  # fmt: skip
+    }
     longer = tmp_path / "longer.json"
     write(longer, [*chat, {"role": "user", "name": "Ana", "content": "Thanks"}])
     code, out, _ = run(capsys, "ingest", longer, "--thread", "support-42", "--db", db)
@@ -557,9 +688,14 @@ def test_reading_every_format_loads_neither_the_plugin_nor_the_trace(tmp_path: P
         "print(*sorted(m for m in ('history.plugin', 'history.trace') if m in sys.modules))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", script, *files], cwd=tmp_path, capture_output=True, text=True,
-        timeout=60, check=True, env={"PYTHONPATH": str(Path(__file__).parents[2]), "PATH": ""},
-    )  # fmt: skip
+        [sys.executable, "-c", script, *files],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"PYTHONPATH": str(Path(__file__).parents[2]), "PATH": ""},
+    )
     formats, loaded = result.stdout.split("\n")[:2]
     assert [f.split(":")[0] for f in formats.split()] == ["jsonl", "chatgpt", "pydantic-ai", "chat"]
     assert all(int(f.split(":")[1]) > 0 for f in formats.split())

@@ -101,5 +101,6 @@ def test_serve_json_gives_its_address(
 
     monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)
     assert run(capsys, "serve", "--port", "9999", "--db", db) == {
-        "store": db, "url": "http://127.0.0.1:9999/",
-    }  # fmt: skip
+        "store": db,
+        "url": "http://127.0.0.1:9999/",
+    }

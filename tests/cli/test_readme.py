@@ -56,9 +56,14 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], 
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(ROOT)
     result = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(folder)], input=json.dumps(BLOCKS), env=env,
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", RUNNER, str(folder)],
+        input=json.dumps(BLOCKS),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     found: list[dict[str, str]] = json.loads(result.stdout.splitlines()[-1])
     return {(page, number): done for (page, number, _), done in zip(BLOCKS, found, strict=True)}
@@ -80,9 +85,15 @@ def test_the_readme_is_a_first_page() -> None:
     first = re.findall(r"^```bash\n(.*?)\n```", readme, re.M | re.S)
     assert first[0].endswith("chat-outline demo") and first[1] == "python -m pytest -n auto"
     sections = (
-        "Start here", "An agent", "In a web backend", "Choosing a budget", "When things fail",
-        "Testing offline", "Commands", "More",
-    )  # fmt: skip
+        "Start here",
+        "An agent",
+        "In a web backend",
+        "Choosing a budget",
+        "When things fail",
+        "Testing offline",
+        "Commands",
+        "More",
+    )
     order = [readme.index(f"\n## {title}") for title in sections]
     assert order == sorted(order)
     assert "pip install 'chat-outline[serve]'" in readme  # the viewer's extra, and its picture
@@ -155,9 +166,10 @@ def test_the_readmes_agents_keep_their_threads(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("page", "number"), [(page, number) for page, number, _ in BLOCKS],
+    ("page", "number"),
+    [(page, number) for page, number, _ in BLOCKS],
     ids=[f"{page}-block-{number}" for page, number, _ in BLOCKS],
-)  # fmt: skip
+)
 def test_an_example_runs_as_written(
     outcomes: dict[tuple[str, int], dict[str, str]], page: str, number: int
 ) -> None:

@@ -11,8 +11,14 @@ import pytest
 from history import ConfigurationError, HistorySettings, settings_from_env
 from history.cli import main
 
-GOOD = {"id": "1", "thread": "t", "author": "Ana", "to": "north", "text": "hi",
-        "at": "2026-11-01T10:00:00+01:00"}  # fmt: skip
+GOOD = {
+    "id": "1",
+    "thread": "t",
+    "author": "Ana",
+    "to": "north",
+    "text": "hi",
+    "at": "2026-11-01T10:00:00+01:00",
+}
 
 
 def run(

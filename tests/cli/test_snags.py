@@ -116,13 +116,23 @@ def test_a_search_says_which_hits_are_only_next_to_the_words(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = [
-        {"id": f"m{n}", "thread": "t", "author": author, "to": to, "text": text,
-         "at": f"2026-01-01T00:00:{n:02}Z"}
-        for n, (author, to, text) in enumerate([
-            ("Ana", "north", "Plan the launch"), ("north", "Ana", "ok"),
-            ("Ana", "north", "We need a trailer"), ("north", "Ana", "ok"),
-        ])
-    ]  # fmt: skip
+        {
+            "id": f"m{n}",
+            "thread": "t",
+            "author": author,
+            "to": to,
+            "text": text,
+            "at": f"2026-01-01T00:00:{n:02}Z",
+        }
+        for n, (author, to, text) in enumerate(
+            [
+                ("Ana", "north", "Plan the launch"),
+                ("north", "Ana", "ok"),
+                ("Ana", "north", "We need a trailer"),
+                ("north", "Ana", "ok"),
+            ]
+        )
+    ]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert run(capsys, "ingest", "t.jsonl", "--db", "h.sqlite")[0] == 0
     code, out, _ = run(capsys, "search", "t", "trailer", "--db", "h.sqlite", "--json")

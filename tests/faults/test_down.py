@@ -169,9 +169,13 @@ async def test_the_breaker_opens_after_a_run_of_failures_probes_one_at_a_time_an
         settings, store=tmp_path / "h.sqlite", model=flaky, pause=0.01, max_failures=3
     ) as history:
         assert history.health() == Health(
-            state="closed", failures=0, since=None, last_error=None, permanent=False,
+            state="closed",
+            failures=0,
+            since=None,
+            last_error=None,
+            permanent=False,
             fallbacks=0,
-        )  # fmt: skip
+        )
         for thread in "abcdefgh":
             for k in range(4):
                 await history.message_created(message(k, f"{thread} {k} " * 20, thread=thread))

@@ -34,11 +34,16 @@ def chat(tmp_path: Path, count: int = COUNT) -> Path:
     path = tmp_path / "chat.jsonl"
     start = datetime(2026, 11, 1, tzinfo=UTC)
     records = (
-        {"id": f"m{k}", "thread": "t", "author": ("Ana", "north")[k % 2],
-         "to": ("north", "Ana")[k % 2], "text": f"message {k}: " + "words " * 30,
-         "at": (start + timedelta(minutes=k)).isoformat()}
+        {
+            "id": f"m{k}",
+            "thread": "t",
+            "author": ("Ana", "north")[k % 2],
+            "to": ("north", "Ana")[k % 2],
+            "text": f"message {k}: " + "words " * 30,
+            "at": (start + timedelta(minutes=k)).isoformat(),
+        }
         for k in range(count)
-    )  # fmt: skip
+    )
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
 
@@ -79,9 +84,15 @@ def refusing() -> Iterator[tuple[str, list[str]]]:
     class Refuse(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             asked.append(self.path)
-            body = json.dumps({"error": {"message": "Incorrect API key provided: sk-test",
-                                         "type": "invalid_request_error",
-                                         "code": "invalid_api_key"}}).encode()  # fmt: skip
+            body = json.dumps(
+                {
+                    "error": {
+                        "message": "Incorrect API key provided: sk-test",
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                    }
+                }
+            ).encode()
             self.send_response(401)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))
@@ -119,10 +130,23 @@ def test_ingest_with_an_unreachable_provider_exits_non_zero_keeping_what_it_stor
     url = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
     started = time.monotonic()
     done = subprocess.run(
-        command("ingest", chat(tmp_path), "--db", db, "--summarizer", MODEL,
-                "--tail", "100,200", "--max-failures", "2"),
-        env=environment(url), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        command(
+            "ingest",
+            chat(tmp_path),
+            "--db",
+            db,
+            "--summarizer",
+            MODEL,
+            "--tail",
+            "100,200",
+            "--max-failures",
+            "2",
+        ),
+        env=environment(url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     took = time.monotonic() - started
     assert done.returncode != 0 and took < 60, (done.returncode, took, done.stderr[-2000:])
     last = done.stderr.strip().splitlines()[-1]
@@ -138,10 +162,12 @@ def test_ingest_with_a_refused_key_stops_at_its_first_request(
     url, asked = refusing
     db = tmp_path / "h.sqlite"
     done = subprocess.run(
-        command("ingest", chat(tmp_path), "--db", db, "--summarizer", MODEL,
-                "--tail", "100,200"),
-        env=environment(url), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        command("ingest", chat(tmp_path), "--db", db, "--summarizer", MODEL, "--tail", "100,200"),
+        env=environment(url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode != 0, done.stdout
     last = done.stderr.strip().splitlines()[-1]
     why = "refused what waiting will not mend (last: ModelAuthenticationError (status 401))"
@@ -164,10 +190,12 @@ def test_ingest_on_sigterm_leaves_at_once_keeping_what_it_stored(
 ) -> None:
     db = tmp_path / "h.sqlite"
     process = subprocess.Popen(
-        command("ingest", chat(tmp_path), "--db", db, "--summarizer", MODEL,
-                "--tail", "100,200"),
-        env=environment(silent), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        command("ingest", chat(tmp_path), "--db", db, "--summarizer", MODEL, "--tail", "100,200"),
+        env=environment(silent),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (db.exists() and stored(db) == COUNT):
@@ -221,10 +249,24 @@ def stored_for_workers(db: str) -> None:
 
 def worker(db: str, silent: str) -> None:
     process = subprocess.Popen(
-        command("worker", "--db", db, "--summarizer", MODEL, "--tail", "100,200",
-                "--grace", "2", "--poll", "0.2"),
-        env=environment(silent), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        command(
+            "worker",
+            "--db",
+            db,
+            "--summarizer",
+            MODEL,
+            "--tail",
+            "100,200",
+            "--grace",
+            "2",
+            "--poll",
+            "0.2",
+        ),
+        env=environment(silent),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stderr is not None
         for line in process.stderr:  # its signal handler is set once it looks for work
@@ -255,17 +297,31 @@ def test_rebuild_with_an_unreachable_provider_exits_non_zero_changing_nothing(
     db = tmp_path / "h.sqlite"
     built = subprocess.run(
         command("ingest", chat(tmp_path), "--db", db, "--tail", "100,200"),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert built.returncode == 0, built.stderr
     before = db.read_bytes()
     url = "http://127.0.0.1:9/v1"
     started = time.monotonic()
     done = subprocess.run(
-        command("rebuild", "t", "--db", db, "--summarizer", MODEL, "--allow-model-calls",
-                "--max-failures", "2"),
-        env=environment(url), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        command(
+            "rebuild",
+            "t",
+            "--db",
+            db,
+            "--summarizer",
+            MODEL,
+            "--allow-model-calls",
+            "--max-failures",
+            "2",
+        ),
+        env=environment(url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     took = time.monotonic() - started
     assert done.returncode != 0 and took < 60, (took, done.stderr[-2000:])
     last = done.stderr.strip().splitlines()[-1]

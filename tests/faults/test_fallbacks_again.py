@@ -145,9 +145,13 @@ async def test_leaving_while_a_re_summary_hangs_returns_within_close_timeout(
     monkeypatch.setattr(breaker, "FIRST_COOL_DOWN", 0.05)
     returning = Returning(hang="bx")
     async with History(
-        SETTINGS, store=tmp_path / "h.sqlite", model=returning, pause=0.01, max_failures=2,
+        SETTINGS,
+        store=tmp_path / "h.sqlite",
+        model=returning,
+        pause=0.01,
+        max_failures=2,
         close_timeout=1.0,
-    ) as history:  # fmt: skip
+    ) as history:
         await fallback_threads(history, "ab")
         await answer_again(history, returning)
         with anyio.fail_after(5):

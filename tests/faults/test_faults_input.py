@@ -39,9 +39,14 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "launch.jsonl"
 READ_ONLY = (
-    ("threads",), ("show", "t"), ("prompt", "t"), ("zoom", "t", "0+1"), ("search", "t", "launch"),
-    ("export", "--out", "-"), ("stats",),
-)  # fmt: skip
+    ("threads",),
+    ("show", "t"),
+    ("prompt", "t"),
+    ("zoom", "t", "0+1"),
+    ("search", "t", "launch"),
+    ("export", "--out", "-"),
+    ("stats",),
+)
 
 
 def cli(*argv: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -51,8 +56,13 @@ def cli(*argv: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[
     env.pop("CHAT_OUTLINE_TAIL", None)
     return subprocess.run(
         [sys.executable, "-m", "history.cli", *map(str, argv)],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
 
 
 def refused(result: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -73,8 +83,12 @@ def in_namespace(script: str) -> subprocess.CompletedProcess[str]:
         pytest.skip("needs unshare with user and mount namespaces")
     return subprocess.run(
         [unshare, "-rm", "sh", "-ec", script],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def integrity(path: Path) -> str:
@@ -171,8 +185,9 @@ def test_export_never_follows_a_link_planted_where_it_writes(example: Path, tmp_
     assert victim.read_text() == "precious\n"
     assert not out.is_symlink() and out.read_text().startswith('{"kind":"chat-outline"')
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == [
-        ".out.jsonl.partial", ".out.jsonl.tmp",
-    ]  # fmt: skip
+        ".out.jsonl.partial",
+        ".out.jsonl.tmp",
+    ]
 
 
 # 10. One line, never a traceback
@@ -258,11 +273,22 @@ def full_export(path: Path, messages: int) -> None:
     lines = [{"kind": "chat-history", "format": 1}]
     for n in range(messages):
         m = message(n, f"message {n}: " + "all work and no play " * 100, thread="big")
-        lines.append({
-            "kind": "message", "id": m.id, "thread": m.thread, "seq": n, "index": n,
-            "author": m.author, "to": m.to, "text": m.text, "at": m.at.isoformat(),
-            "step": False, "files": [], "weight": weight(m, "cl100k_base"),
-        })  # fmt: skip
+        lines.append(
+            {
+                "kind": "message",
+                "id": m.id,
+                "thread": m.thread,
+                "seq": n,
+                "index": n,
+                "author": m.author,
+                "to": m.to,
+                "text": m.text,
+                "at": m.at.isoformat(),
+                "step": False,
+                "files": [],
+                "weight": weight(m, "cl100k_base"),
+            }
+        )
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
@@ -429,10 +455,20 @@ async def test_records_handed_to_a_store_are_checked_before_anything_is_written(
         far = replace(said[2], seq=2**64)
         await store.load_records([ThreadRecords(thread="t", messages=(*said[:2], far))])
     outline = Outline(
-        thread="t", epoch="", version=0, lines=[], bytes=0, boundary=0, since=said[0].message.at,
-        cut_at=None, gone=None, tail=deque(s.tail_item() for s in said), tokens=27,
-        draining=False, position=2,
-    )  # fmt: skip
+        thread="t",
+        epoch="",
+        version=0,
+        lines=[],
+        bytes=0,
+        boundary=0,
+        since=said[0].message.at,
+        cut_at=None,
+        gone=None,
+        tail=deque(s.tail_item() for s in said),
+        tokens=27,
+        draining=False,
+        position=2,
+    )
     ahead = replace(outline, position=1_000_000)
     with pytest.raises(InputError, match="has position 1000000, out of range"):
         await store.load_records([ThreadRecords(thread="t", messages=tuple(said), outline=ahead)])
@@ -452,8 +488,13 @@ def bounded(*argv: str | Path, memory: int = 1536 * 2**20) -> subprocess.Complet
 
     return subprocess.run(
         [sys.executable, "-m", "history.cli", *map(str, argv)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=limit, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+        check=False,
+    )
 
 
 def zip_bomb(path: Path, size: int) -> None:
@@ -509,10 +550,17 @@ def test_a_deep_line_is_one_bad_record_in_ingest_and_simulate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = [
-        json.dumps({"id": f"m{n}", "thread": "t", "author": "Ana", "text": f"line {n}",
-                    "at": "2026-11-01T09:00:00+00:00"}).encode()
+        json.dumps(
+            {
+                "id": f"m{n}",
+                "thread": "t",
+                "author": "Ana",
+                "text": f"line {n}",
+                "at": "2026-11-01T09:00:00+00:00",
+            }
+        ).encode()
         for n in range(3)
-    ]  # fmt: skip
+    ]
     history = tmp_path / "h.jsonl"
     history.write_bytes(b"\n".join([good[0], b'{"id": ' + DEEP + b"}", *good[1:]]) + b"\n")
     code = main(["ingest", str(history), "--db", str(tmp_path / "h.sqlite")])
@@ -531,15 +579,19 @@ def test_a_chatgpt_time_past_any_date_is_one_bad_record(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def node(id: str, parent: str | None, at: int | float, text: str) -> dict[str, Any]:
-        message = {"author": {"role": "user"}, "create_time": at,
-                   "content": {"content_type": "text", "parts": [text]}}  # fmt: skip
+        message = {
+            "author": {"role": "user"},
+            "create_time": at,
+            "content": {"content_type": "text", "parts": [text]},
+        }
         return {"id": id, "parent": parent, "children": [], "message": message}
 
     mapping = {"a": node("a", None, 1.7e9, "hello"), "b": node("b", "a", 10**400, "far")}
     mapping["a"]["children"] = ["b"]
     export = tmp_path / "conversations.json"
-    export.write_text(json.dumps([{"id": "c1", "title": "t", "create_time": 1.7e9,
-                                   "mapping": mapping}]))  # fmt: skip
+    export.write_text(
+        json.dumps([{"id": "c1", "title": "t", "create_time": 1.7e9, "mapping": mapping}])
+    )
     db = str(tmp_path / "h.sqlite")
     code = main(["ingest", str(export), "--db", db])
     _, err = capsys.readouterr()

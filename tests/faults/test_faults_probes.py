@@ -119,8 +119,10 @@ def test_export_refuses_what_is_not_a_regular_file_and_leaves_it(
     refusal(capsys, ["export", "--out", str(target), "--db", str(example)], "not a regular file")
     after = os.lstat(target)
     assert (after.st_mode, after.st_ino, after.st_rdev) == (
-        before.st_mode, before.st_ino, before.st_rdev
-    )  # fmt: skip
+        before.st_mode,
+        before.st_ino,
+        before.st_rdev,
+    )
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
 
 
@@ -301,11 +303,15 @@ async def test_names_at_the_limit_are_stored_processed_and_carried_on_every_stor
             step = k % 2 == 1
             await history.message_created(
                 Message(
-                    id=f"{k}" * MAX_NAME, thread=thread, author=agent if step else "Ana",
-                    to="é" * (MAX_NAME // 2), text=f"words of message {k} " * 10,
-                    at=message(k, "").at, step=step,
+                    id=f"{k}" * MAX_NAME,
+                    thread=thread,
+                    author=agent if step else "Ana",
+                    to="é" * (MAX_NAME // 2),
+                    text=f"words of message {k} " * 10,
+                    at=message(k, "").at,
+                    step=step,
                 )
-            )  # fmt: skip
+            )
         await history.wait()
         outline = await history.outline(thread)
         assert outline is not None and outline.position == 5
@@ -456,9 +462,16 @@ async def test_a_model_answering_megabytes_is_recorded_bounded_and_replays_exact
 )
 def test_a_bounded_answer_replays_with_the_size_and_head_of_the_whole(answer: str) -> None:
     ask = Ask(
-        thread="t", level=0, index=0, prompts=("p",), answers=(answer,), line="l",
-        input_tokens=0, output_tokens=0, outcome="cut",
-    )  # fmt: skip
+        thread="t",
+        level=0,
+        index=0,
+        prompts=("p",),
+        answers=(answer,),
+        line="l",
+        input_tokens=0,
+        output_tokens=0,
+        outcome="cut",
+    )
     (kept,) = as_recorded(ask, 64).answers
     assert size(kept) <= ANSWER_LINES * 64 + 40
     back = replayed(kept)

@@ -77,9 +77,11 @@ async def tree(path: Path) -> tuple[object, ...]:
         nodes = await history.store.summaries("t")
     assert outline is not None
     return (
-        outline.position, outline.boundary, outline.lines,
+        outline.position,
+        outline.boundary,
+        outline.lines,
         sorted((n.level, n.index, n.text, n.fallback) for n in nodes),
-    )  # fmt: skip
+    )
 
 
 def test_close_timeout_is_checked() -> None:
@@ -194,9 +196,13 @@ async def test_a_summarizer_that_swallows_its_cancellation_is_abandoned_and_hold
     healthy thread is still processed, their asks abandoned at their timeout (counted, logged)."""
     hung = Hanging(swallow=True, only="hung")
     history = History(
-        SETTINGS, store=tmp_path / "h.sqlite", model=hung, concurrency=2, timeout=0.3,
+        SETTINGS,
+        store=tmp_path / "h.sqlite",
+        model=hung,
+        concurrency=2,
+        timeout=0.3,
         close_timeout=1.0,
-    )  # fmt: skip
+    )
     try:
         async with history:
             for k in range(10):

@@ -71,8 +71,12 @@ def test_a_thread_records_the_settings_it_is_first_processed_with(
     assert run(capsys, "ingest", EXAMPLE, "--tail", "40,80", "--kept", "2", "--db", db)[0] == 0
     settings, _ = built(capsys, db)
     assert {k: settings[k] for k in ("summarizer", "line", "tail", "outline", "kept")} == {
-        "summarizer": "echo", "line": 512, "tail": [40, 80], "outline": [64000, 128000], "kept": 2,
-    }  # fmt: skip
+        "summarizer": "echo",
+        "line": 512,
+        "tail": [40, 80],
+        "outline": [64000, 128000],
+        "kept": 2,
+    }
     out = run(capsys, "show", "t", "--db", db)[1]
     assert "built with: " in out and "tail 40,80" in out and "kept 2" in out
 
@@ -183,10 +187,15 @@ def test_the_demo_again_on_its_store_keeps_its_settings_or_rebuilds_when_told(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["threads"], ["show", "t"], ["prompt", "t"], ["zoom", "t", "0+1"],
-        ["search", "t", "launch"], ["export", "--out", "x.jsonl"], ["stats"],
+        ["threads"],
+        ["show", "t"],
+        ["prompt", "t"],
+        ["zoom", "t", "0+1"],
+        ["search", "t", "launch"],
+        ["export", "--out", "x.jsonl"],
+        ["stats"],
     ],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("option", [["--tail", "1,2"], ["--summarizer", "openai:gpt-4.1"]])
 def test_read_only_commands_take_no_budget_or_summarizer(
     argv: list[str], option: list[str], capsys: pytest.CaptureFixture[str]
@@ -230,8 +239,12 @@ async def test_the_plugin_records_a_threads_settings_and_a_rebuild_uses_them(
 def test_a_budget_sets_the_tail_the_outlines_and_the_kept_messages_in_proportion() -> None:
     settings = HistorySettings.for_budget(8_000, summarizer="echo")
     assert (settings.tail, settings.outline, settings.steps, settings.kept, settings.line) == (
-        (800, 4_000), (2_400, 9_600), (600, 2_400), 1, 400,
-    )  # fmt: skip
+        (800, 4_000),
+        (2_400, 9_600),
+        (600, 2_400),
+        1,
+        400,
+    )
     # Under 5,120 tokens a cut leaves what a folded outline (3/10 in bytes, 3 to a token) leaves
     # of the 1,024 tokens a provider caches, up to a quarter of the budget.
     assert HistorySettings.for_budget(4_000, summarizer="echo").tail == (1_024 - 1_200 // 3, 2_000)
@@ -315,10 +328,16 @@ def test_the_budget_option_stands_for_the_settings_of_its_budget_and_others_besi
     monkeypatch.setenv("HISTORY_TAIL", "40,80")  # an explicit budget beats the environment
     chat = tmp_path / "chat.jsonl"
     records = (
-        {"id": m.id, "thread": "t", "author": m.author, "to": m.to, "text": m.text,
-         "at": m.at.isoformat()}
+        {
+            "id": m.id,
+            "thread": "t",
+            "author": m.author,
+            "to": m.to,
+            "text": m.text,
+            "at": m.at.isoformat(),
+        }
         for m in long_chat(120)
-    )  # fmt: skip
+    )
     chat.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
     spelled = ("--tail", "500,1000", "--outline", "600,2400", "--steps", "150,600", "--line", "100")
     code, out, _ = run(capsys, "simulate", chat, "--budget", "2000", "--kept", "2")

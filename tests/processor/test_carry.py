@@ -166,8 +166,16 @@ async def test_a_bad_line_is_refused_naming_its_place() -> None:
         read_records([good, '{"kind": "mystery"}'], source="dump.jsonl")
     with pytest.raises(InputError, match=r"^dump.jsonl:1: .*JSON"):
         read_records(["{not json"], source="dump.jsonl")
-    summary = {"kind": "summary", "thread": "t", "level": 0, "index": 0, "text": "héllo",
-               "bytes": 5, "message": "m", "at": "2026-11-01T09:00:00+00:00"}  # fmt: skip
+    summary = {
+        "kind": "summary",
+        "thread": "t",
+        "level": 0,
+        "index": 0,
+        "text": "héllo",
+        "bytes": 5,
+        "message": "m",
+        "at": "2026-11-01T09:00:00+00:00",
+    }
     with pytest.raises(InputError, match=r"^x:1: summary bytes 5 is not the size of its text"):
         read_records([json.dumps(summary)], source="x")
     with pytest.raises(InputError, match=r"format 5 is not one of \(1, 2, 3, 4\)"):

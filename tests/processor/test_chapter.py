@@ -80,9 +80,16 @@ async def test_erasing_a_chat_erases_its_lines(open_history: Opener) -> None:
 async def test_run_it_short_messages_build_the_tree_by_joins_alone(
     open_history: Opener, cut_gap: bool, left: int
 ) -> None:
-    said = ["Plan the launch for December", "We need a trailer", "And a landing page",
-            "Who writes the copy?", "What about the price?", "Let's say 49 euros",
-            "Ship it on the 12th", "Thanks"]  # fmt: skip
+    said = [
+        "Plan the launch for December",
+        "We need a trailer",
+        "And a landing page",
+        "Who writes the copy?",
+        "What about the price?",
+        "Let's say 49 euros",
+        "Ship it on the 12th",
+        "Thanks",
+    ]
     messages = []
     for k, text in enumerate(said):
         messages.append(message(2 * k, text))

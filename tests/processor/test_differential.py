@@ -36,15 +36,28 @@ EXAMPLES = int(os.environ.get("DIFF_EXAMPLES", "150"))
 ROOT = Path(__file__).resolve().parents[2]
 
 TEXTS = [
-    "ok", "Let's settle the price at 49 € a year.", "naïve café ✓", "日本語のテキスト", "",
-    "line one\nline two\r\nline three\rend", "  spaced   out  ", "tab\there", "<input>\n</input>",
-    "emoji 😀🚀", "x" * 300, "word " * 120, "é" * 200,
-]  # fmt: skip
+    "ok",
+    "Let's settle the price at 49 € a year.",
+    "naïve café ✓",
+    "日本語のテキスト",
+    "",
+    "line one\nline two\r\nline three\rend",
+    "  spaced   out  ",
+    "tab\there",
+    "<input>\n</input>",
+    "emoji 😀🚀",
+    "x" * 300,
+    "word " * 120,
+    "é" * 200,
+]
 # What an agent's steps look like: short tool calls, and tool results often far over a line.
 CALLS = [
-    'search(query="launch date")', 'read_file("notes/pricing.md")', "run: pytest -q",
-    'http.get("https://example.com/api/v1/items?page=2")', "calendar.list(week=49)",
-]  # fmt: skip
+    'search(query="launch date")',
+    'read_file("notes/pricing.md")',
+    "run: pytest -q",
+    'http.get("https://example.com/api/v1/items?page=2")',
+    "calendar.list(week=49)",
+]
 RESULTS = [
     json.dumps(
         {

@@ -24,10 +24,20 @@ def outline(lines: list[tuple[int, int]], boundary: int, *, line_bytes: int = 10
         for level, index in lines
     ]
     return Outline(
-        thread="t", epoch="e", version=0, lines=entries, bytes=len(entries) * (line_bytes + 1),
-        boundary=boundary, since=None, cut_at=None, gone=None, tail=deque(), tokens=0,
-        draining=False, position=0,
-    )  # fmt: skip
+        thread="t",
+        epoch="e",
+        version=0,
+        lines=entries,
+        bytes=len(entries) * (line_bytes + 1),
+        boundary=boundary,
+        since=None,
+        cut_at=None,
+        gone=None,
+        tail=deque(),
+        tokens=0,
+        draining=False,
+        position=0,
+    )
 
 
 def node(key: tuple[int, int], size: int) -> Summary:

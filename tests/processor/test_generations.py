@@ -113,9 +113,11 @@ async def test_fallback_lines_are_asked_again_with_their_parents(tmp_path: objec
     assert dry.asked == done.asked == ("0+1", "0+2")
     assert sorted(counting.calls) == [(0, 0), (1, 0)]
     assert {(n.level, n.index): (n.text, n.fallback) for n in nodes} == {
-        (0, 0): ("R0.0", False), (0, 1): ("Ana → north: ok", False), (1, 0): ("R1.0", False),
+        (0, 0): ("R0.0", False),
+        (0, 1): ("Ana → north: ok", False),
+        (1, 0): ("R1.0", False),
         (0, 2): ("Ana → north: fine", False),
-    }  # fmt: skip
+    }
 
 
 async def test_an_unreachable_summarizer_stops_the_run_with_nothing_written(

@@ -39,10 +39,17 @@ def chat(seed: int, count: int) -> list[dict[str, Any]]:
         words = rng.choices(WORDS, k=rng.choice([2, 3, 20, 40]))
         step = author == "assistant" and rng.random() < 0.3
         to = "" if step else rng.choice([p for p in PEOPLE if p != author] + [""])
-        out.append({
-            "id": f"m{n}", "thread": "t", "author": author, "to": to, "text": " ".join(words),
-            "at": (start + timedelta(minutes=n)).isoformat(), "step": step,
-        })  # fmt: skip
+        out.append(
+            {
+                "id": f"m{n}",
+                "thread": "t",
+                "author": author,
+                "to": to,
+                "text": " ".join(words),
+                "at": (start + timedelta(minutes=n)).isoformat(),
+                "step": step,
+            }
+        )
     return out
 
 
@@ -58,9 +65,14 @@ def reference_trace(inputs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def message_of(obj: dict[str, Any]) -> Message:
     return Message(
-        id=obj["id"], thread=obj["thread"], author=obj["author"], to=obj["to"], text=obj["text"],
-        at=datetime.fromisoformat(obj["at"]), step=obj["step"],
-    )  # fmt: skip
+        id=obj["id"],
+        thread=obj["thread"],
+        author=obj["author"],
+        to=obj["to"],
+        text=obj["text"],
+        at=datetime.fromisoformat(obj["at"]),
+        step=obj["step"],
+    )
 
 
 async def generations(history: History) -> dict[ref.Node, list[tuple[str, str | None, int]]]:

@@ -52,8 +52,10 @@ def test_export_load_and_rebuild_carry_a_store_without_model_calls(
     records = len(dump.read_text(encoding="utf-8").splitlines()) - 1
 
     assert run(capsys, "load", str(dump), "--db", other) == (
-        0, f"loaded 2 thread(s): {records} records written, 0 already stored\n", ""
-    )  # fmt: skip
+        0,
+        f"loaded 2 thread(s): {records} records written, 0 already stored\n",
+        "",
+    )
     assert run(capsys, "load", str(dump), "--db", other)[1] == (
         f"loaded 2 thread(s): 0 records written, {records} already stored\n"
     )

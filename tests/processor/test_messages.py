@@ -112,9 +112,13 @@ async def test_redelivery_changes_nothing_and_other_content_is_refused(
         first = message(0, "hello")
         assert await run.history.message_created(first) is not None
         same_instant = Message(
-            id=first.id, thread="t", author="Ana", to="north", text="hello",
+            id=first.id,
+            thread="t",
+            author="Ana",
+            to="north",
+            text="hello",
             at=first.at.astimezone(timezone(timedelta(hours=-5))),
-        )  # fmt: skip
+        )
         assert await run.history.message_created(same_instant) is None
         with pytest.raises(ConflictError, match="'t-0'"):
             await run.history.message_created(message(0, "hello, edited"))

@@ -39,10 +39,16 @@ def task(thread: str = "t", index: int = 3) -> Task:
 
 def ask(prompts: Sequence[str], answers: Sequence[str], outcome: Outcome = "cut") -> Ask:
     return Ask(
-        thread="t", level=0, index=3, prompts=tuple(prompts), answers=tuple(answers),
-        line=answers[-1] if answers else "", input_tokens=50, output_tokens=9,
+        thread="t",
+        level=0,
+        index=3,
+        prompts=tuple(prompts),
+        answers=tuple(answers),
+        line=answers[-1] if answers else "",
+        input_tokens=50,
+        output_tokens=9,
         outcome=outcome,
-    )  # fmt: skip
+    )
 
 
 class Counting:

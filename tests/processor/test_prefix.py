@@ -23,8 +23,20 @@ from ..conftest import Opener, Settings, message
 
 pytestmark = pytest.mark.anyio
 
-WORDS = ("price", "launch", "trailer", "copy", "budget", "venue", "date", "guest", "list", "stage",
-         "light", "sound")  # fmt: skip
+WORDS = (
+    "price",
+    "launch",
+    "trailer",
+    "copy",
+    "budget",
+    "venue",
+    "date",
+    "guest",
+    "list",
+    "stage",
+    "light",
+    "sound",
+)
 
 
 def say(n: int, turn: int) -> str:

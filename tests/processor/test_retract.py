@@ -35,8 +35,14 @@ LATER = exchange([f"later {k} " * 6 for k in range(6)], start=40)
 
 def jsonable(m: Message) -> dict[str, str]:
     """A message as a line of a JSONL history."""
-    return {"id": m.id, "thread": m.thread, "author": m.author, "to": m.to, "text": m.text,
-            "at": m.at.isoformat()}  # fmt: skip
+    return {
+        "id": m.id,
+        "thread": m.thread,
+        "author": m.author,
+        "to": m.to,
+        "text": m.text,
+        "at": m.at.isoformat(),
+    }
 
 
 def state(outline: Outline | None) -> Outline:

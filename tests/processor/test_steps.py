@@ -46,15 +46,21 @@ async def test_a_step_that_leaves_gets_a_line_in_its_agents_tree(open_history: O
     assert {n.agent for n in steps} == {"north"}
     # Scripted answers T{j} for step j and T{a}+{2n} for a merge of its step lines.
     assert [(n.level, n.index, n.text) for n in steps][:4] == [
-        (0, 0, "T0"), (0, 1, "T1"), (0, 2, "T2"), (0, 3, "T3"),
-    ]  # fmt: skip
+        (0, 0, "T0"),
+        (0, 1, "T1"),
+        (0, 2, "T2"),
+        (0, 3, "T3"),
+    ]
     # Short answers join up the tree without a call.
     assert {(n.level, n.index): n.text for n in steps}[(2, 0)] == "T0\nT1\nT2\nT3"
     assert steps[0].label == "s0+1" and node_id("t", 0, 0, agent=steps[0].agent) == "t:north:s0:0"
     assert next(n for n in steps if n.level == 2).label == "s0+4"
     # The shared tree numbers shared messages only: no step took an index.
-    assert all(n.message is None or n.message.endswith(("-0", "-5", "-6")) for n in nodes
-               if not n.agent and n.level == 0)  # fmt: skip
+    assert all(
+        n.message is None or n.message.endswith(("-0", "-5", "-6"))
+        for n in nodes
+        if not n.agent and n.level == 0
+    )
     north = outline.steps["north"]
     assert north.boundary == sum(1 for n in steps if n.level == 0)
     assert north.bytes == sum(size + 1 for _, _, size, _ in north.lines)
@@ -118,8 +124,10 @@ async def test_each_agent_has_its_own_tree_and_outline(open_history: Opener) -> 
         outline = await run.history.outline("t")
         assert outline is not None
     assert [(n.agent, n.index, n.message) for n in steps if n.level == 0] == [
-        ("north", 0, "t-0"), ("north", 1, "t-2"), ("south", 0, "t-1"),
-    ]  # fmt: skip
+        ("north", 0, "t-0"),
+        ("north", 1, "t-2"),
+        ("south", 0, "t-1"),
+    ]
     assert sorted(outline.steps) == ["north", "south"]
     assert outline.steps["south"].boundary == 1 and outline.steps["north"].boundary == 2
 
@@ -192,8 +200,9 @@ async def test_simulate_prints_the_step_trees(tmp_path: Path) -> None:
     assert list(outline["steps"]) == ["north"]
     assert {"lines", "bytes", "boundary", "draining"} == set(outline["steps"]["north"])
     assert [(s["agent"], s["level"], s["index"]) for s in trace["steps"]][:2] == [
-        ("north", 0, 0), ("north", 0, 1),
-    ]  # fmt: skip
+        ("north", 0, 0),
+        ("north", 0, 1),
+    ]
     v1 = await simulate(lines, settings.with_changes(steps=None, cut_gap=False))
     assert v1["steps"] == [] and v1["outlines"][0]["steps"] == {}
 
@@ -221,8 +230,12 @@ async def test_step_trees_are_carried_and_rebuilt_identically(
     (loaded,) = records
     assert loaded.outline is not None and loaded.outline.steps == before.outline.steps
     assert [s.step_index for s in loaded.messages if s.message.step] == list(range(5)) * 1 + [
-        5, 6, 7, 8, 9,
-    ]  # fmt: skip
+        5,
+        6,
+        7,
+        8,
+        9,
+    ]
     target = open_store(tmp_path / "copy.sqlite")
     await target.open()
     try:
@@ -298,9 +311,14 @@ def _version_1_store(path: Path) -> None:
 
 def _record(m: Message) -> dict[str, Any]:
     return {
-        "id": m.id, "thread": m.thread, "author": m.author, "to": m.to, "text": m.text,
-        "at": m.at.isoformat(), "step": m.step,
-    }  # fmt: skip
+        "id": m.id,
+        "thread": m.thread,
+        "author": m.author,
+        "to": m.to,
+        "text": m.text,
+        "at": m.at.isoformat(),
+        "step": m.step,
+    }
 
 
 async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: Opener) -> None:

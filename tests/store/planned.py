@@ -52,13 +52,31 @@ def _planned(
 
 
 _MESSAGE: dict[str, Any] = {
-    "id": "m", "thread": "t", "step": False, "author": "a", "to": "", "text": "x",
-    "at": "2026-01-01T00:00:00+00:00", "files": "[]", "weight": 1, "native": None,
-}  # fmt: skip
+    "id": "m",
+    "thread": "t",
+    "step": False,
+    "author": "a",
+    "to": "",
+    "text": "x",
+    "at": "2026-01-01T00:00:00+00:00",
+    "files": "[]",
+    "weight": 1,
+    "native": None,
+}
 _OUTLINE: dict[str, Any] = {
-    "bytes": 0, "boundary": 0, "since": None, "cut_at": None, "gone": None, "tail_start": 0,
-    "tokens": 0, "draining": False, "position": 1, "floor": 0, "lines": None, "steps": None,
-}  # fmt: skip
+    "bytes": 0,
+    "boundary": 0,
+    "since": None,
+    "cut_at": None,
+    "gone": None,
+    "tail_start": 0,
+    "tokens": 0,
+    "draining": False,
+    "position": 1,
+    "floor": 0,
+    "lines": None,
+    "steps": None,
+}
 
 PLANNED: dict[str, Planned] = {
     "insert message": _planned("insert_message", **_MESSAGE),

@@ -204,9 +204,11 @@ async def test_the_claims_of_a_process_that_died_on_this_host_are_taken_at_once(
     async with await anyio.open_process(["true"]) as gone:
         await gone.wait()  # its process id is no longer running
     async with opened(database, 30) as store:
-        for owner, granted in ((f"{socket.gethostname()}/{gone.pid}/x", True),
-                               (f"elsewhere/{gone.pid}/x", False),
-                               (f"{socket.gethostname()}/{os.getpid()}/x", False)):  # fmt: skip
+        for owner, granted in (
+            (f"{socket.gethostname()}/{gone.pid}/x", True),
+            (f"elsewhere/{gone.pid}/x", False),
+            (f"{socket.gethostname()}/{os.getpid()}/x", False),
+        ):
             await anyio.to_thread.run_sync(run_sql, database, "DELETE FROM lease")
             await anyio.to_thread.run_sync(
                 run_sql, database, f"INSERT INTO lease VALUES ('t', '{owner}', 1e12, 0)"

@@ -116,17 +116,30 @@ def long_and_short(tmp_path: Path) -> Iterator[sqlite3.Connection]:
             db.executemany(
                 rows.insert("message", rows.MESSAGE_COLUMNS),
                 [
-                    (f"{thread}-{k}", thread, k, None if k % 3 == 2 else k - k // 3, "a", "",
-                     "x", "2026-01-01T00:00:00+00:00", k % 3 == 2, "[]", 1,
-                     k // 3 if k % 3 == 2 else None)
+                    (
+                        f"{thread}-{k}",
+                        thread,
+                        k,
+                        None if k % 3 == 2 else k - k // 3,
+                        "a",
+                        "",
+                        "x",
+                        "2026-01-01T00:00:00+00:00",
+                        k % 3 == 2,
+                        "[]",
+                        1,
+                        k // 3 if k % 3 == 2 else None,
+                    )
                     for k in range(count)
                 ],
-            )  # fmt: skip
+            )
             db.executemany(
                 rows.insert("call", rows.CALL_COLUMNS),
-                [(thread, f"key-{k}", k, "m", 0, k, "[]", "[]", "x", "ok", 1, 1, "")
-                 for k in range(count)],
-            )  # fmt: skip
+                [
+                    (thread, f"key-{k}", k, "m", 0, k, "[]", "[]", "x", "ok", 1, 1, "")
+                    for k in range(count)
+                ],
+            )
         db.execute("COMMIT")
         yield db
 

@@ -55,8 +55,13 @@ def test_a_role_that_may_only_select_runs_the_read_commands(
     reader = as_role(url, role)
     try:
         capsys.readouterr()
-        for argv in (["threads"], ["show", "t"], ["search", "t", "price"], ["prompt", "t"],
-                     ["zoom", "t", "0+1"]):  # fmt: skip
+        for argv in (
+            ["threads"],
+            ["show", "t"],
+            ["search", "t", "price"],
+            ["prompt", "t"],
+            ["zoom", "t", "0+1"],
+        ):
             assert main([*argv, "--db", reader, "--json"]) == 0, argv
             out, err = capsys.readouterr()
             assert "permission denied" not in err and json.loads(out), argv

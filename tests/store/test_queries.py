@@ -54,8 +54,16 @@ def test_a_variant_of_no_query_and_a_name_used_twice_are_refused() -> None:
 
 def test_both_dialects_of_every_query_take_the_same_parameters() -> None:
     # Lists differ (SQLite reads JSON, PostgreSQL arrays); the rest must not.
-    lists = {"keys", "levels", "indexes", "key_agents", "key_terms", "key_lines", "key_levels",
-             "key_indexes"}  # fmt: skip
+    lists = {
+        "keys",
+        "levels",
+        "indexes",
+        "key_agents",
+        "key_terms",
+        "key_lines",
+        "key_levels",
+        "key_indexes",
+    }
     for query in QUERIES.values():
         sqlite, postgresql = set(query.sqlite.names), set(query.postgresql.names)
         assert sqlite - lists == postgresql - lists, query.name

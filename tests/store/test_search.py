@@ -92,8 +92,9 @@ async def test_a_message_is_found_by_its_day_in_words(store: Store) -> None:
     await processed(store, late.__class__(**{**late.__dict__, "at": START + timedelta(days=3)}))
     hits = await store.search("t", "what did we watch on the 4th of November?", 10)
     assert [(h.message, h.terms) for h in hits] == [
-        ("t-1", ("watch", "4", "november")), ("t-0", ("watch", "november")),
-    ]  # fmt: skip
+        ("t-1", ("watch", "4", "november")),
+        ("t-0", ("watch", "november")),
+    ]
     assert [h.message for h in await store.search("t", "sunday", 10)] == ["t-0", "t-1"]
 
 
@@ -127,11 +128,17 @@ async def test_a_line_is_listed_only_when_it_adds_words(store: Store) -> None:
     ]
     line = hits[2]
     assert (line.message, line.since, line.at, line.first, line.count) == (
-        None, START, START + timedelta(minutes=0), 0, 2,
-    )  # fmt: skip
+        None,
+        START,
+        START + timedelta(minutes=0),
+        0,
+        2,
+    )
     assert [h.label for h in await store.search("t", "venue lunch planning", 3)] == [
-        "0+1", "1+1", "0+2",
-    ]  # fmt: skip
+        "0+1",
+        "1+1",
+        "0+2",
+    ]
 
 
 async def test_a_line_is_found_by_the_days_it_covers(store: Store) -> None:
@@ -141,14 +148,21 @@ async def test_a_line_is_found_by_the_days_it_covers(store: Store) -> None:
             store, sent.__class__(**{**sent.__dict__, "at": START + timedelta(days=40 * k)})
         )
     line = Summary(
-        thread="t", level=1, index=0, text="a summary", bytes=9, message=None,
+        thread="t",
+        level=1,
+        index=0,
+        text="a summary",
+        bytes=9,
+        message=None,
         at=START + timedelta(days=40),
-    )  # fmt: skip
+    )
     await write(store, "t", [line])
     hits = await store.search("t", "summary from december", 10)
     assert [(h.label, h.terms) for h in hits] == [
-        ("1+1", ("december",)), ("0+2", ("summary", "december")), ("0+1", ()),
-    ]  # fmt: skip
+        ("1+1", ("december",)),
+        ("0+2", ("summary", "december")),
+        ("0+1", ()),
+    ]
     assert (hits[1].since, hits[1].at) == (START, START + timedelta(days=40))
 
 

@@ -50,8 +50,9 @@ async def test_the_first_message_naming_a_space_places_its_thread_and_another_is
         await history.message_created(message(0, "hello"), space="acme")
         await history.message_created(message(1, "no space named"))
         await history.message_created(message(2, "the same space"), space="acme")
-        with pytest.raises(SpaceConflict, match="thread 't' is in space 'acme', the message "
-                                                "names 'globex'"):  # fmt: skip
+        with pytest.raises(
+            SpaceConflict, match="thread 't' is in space 'acme', the message names 'globex'"
+        ):
             await history.message_created(message(3, "billed elsewhere"), space="globex")
         assert [s.message.id for s in await history.store.messages("t", 0, 9)] == [
             "t-0",
@@ -85,20 +86,29 @@ async def test_each_ask_carries_its_threads_space_and_usage_groups_by_it(
         only_b = await usage(history.store, "b")
     assert {a.thread: a.space for a in asks} == {"a": "acme", "b": "globex", "c": None}
     assert [(t.thread, t.space) for t in meter.threads] == [
-        ("a", "acme"), ("b", "globex"), ("c", None),
-    ]  # fmt: skip
+        ("a", "acme"),
+        ("b", "globex"),
+        ("c", None),
+    ]
     count = {t: sum(a.thread == t for a in asks) for t in "abc"}
     assert [(s.space, s.threads, s.calls) for s in meter.spaces] == [
-        ("acme", 1, count["a"]), ("globex", 1, count["b"]), (None, 1, count["c"]),
-    ]  # fmt: skip
+        ("acme", 1, count["a"]),
+        ("globex", 1, count["b"]),
+        (None, 1, count["c"]),
+    ]
     assert sum(s.calls for s in meter.spaces) == meter.calls == len(asks)
     assert [(s.space, s.calls) for s in priced.spaces] == [(s.space, s.calls) for s in meter.spaces]
     assert only_b.spaces == (
         SpaceUsage(
-            space="globex", threads=1, calls=count["b"], input_tokens=0, output_tokens=0,
-            cost=0.0, fallbacks=0,
+            space="globex",
+            threads=1,
+            calls=count["b"],
+            input_tokens=0,
+            output_tokens=0,
+            cost=0.0,
+            fallbacks=0,
         ),
-    )  # fmt: skip
+    )
 
 
 async def test_a_moved_thread_is_reported_in_its_new_space(
@@ -198,8 +208,10 @@ def test_stats_shows_calls_per_space_and_each_threads_fallback_lines(
     fallbacks = {t["thread"]: t["fallbacks"] for t in meter["threads"]}
     assert fallbacks["a"] == fallbacks["b"] == 0 and fallbacks["f"] > 0
     assert [(t["thread"], t["space"]) for t in meter["threads"]] == [
-        ("a", "acme"), ("b", None), ("f", "acme"),
-    ]  # fmt: skip
+        ("a", "acme"),
+        ("b", None),
+        ("f", "acme"),
+    ]
     acme, none = meter["spaces"]
     assert (acme["space"], acme["threads"], acme["fallbacks"]) == ("acme", 2, fallbacks["f"])
     assert (none["space"], none["threads"], none["fallbacks"]) == (None, 1, 0)

@@ -25,16 +25,26 @@ pytestmark = pytest.mark.anyio
 
 def leaf(thread: str, index: int, text: str, message_id: str) -> Summary:
     return Summary(
-        thread=thread, level=0, index=index, text=text, bytes=len(text.encode()),
-        message=message_id, at=START,
-    )  # fmt: skip
+        thread=thread,
+        level=0,
+        index=index,
+        text=text,
+        bytes=len(text.encode()),
+        message=message_id,
+        at=START,
+    )
 
 
 def node(thread: str, level: int, index: int, text: str) -> Summary:
     return Summary(
-        thread=thread, level=level, index=index, text=text, bytes=len(text.encode()),
-        message=None, at=START + timedelta(minutes=index),
-    )  # fmt: skip
+        thread=thread,
+        level=level,
+        index=index,
+        text=text,
+        bytes=len(text.encode()),
+        message=None,
+        at=START + timedelta(minutes=index),
+    )
 
 
 async def write(store: Store, thread: str, nodes: list[Summary]) -> None:
@@ -71,10 +81,16 @@ async def opened(where: str) -> AsyncIterator[Store]:
 
 def ask(thread: str, index: int, line: str) -> Ask:
     return Ask(
-        thread=thread, level=0, index=index, prompts=(f"task {index}", "again"),
-        answers=("far too long", line), line=line, input_tokens=7, output_tokens=3,
+        thread=thread,
+        level=0,
+        index=index,
+        prompts=(f"task {index}", "again"),
+        answers=("far too long", line),
+        line=line,
+        input_tokens=7,
+        output_tokens=3,
         outcome="fit",
-    )  # fmt: skip
+    )
 
 
 def test_each_dialect_reads_its_own_statements_of_a_collection() -> None:
@@ -82,15 +98,22 @@ def test_each_dialect_reads_its_own_statements_of_a_collection() -> None:
         migrations.statements("search.sql", dialect=d) for d in ("sqlite", "postgresql")
     )
     assert [" ".join(s.split()[:3]) for s in sqlite] == [
-        "CREATE VIRTUAL TABLE", "INSERT INTO search", "INSERT INTO search",
-        "CREATE TRIGGER search_message",
-    ]  # fmt: skip
-    assert [" ".join(s.split()[:3]) for s in postgresql] == [
-        "CREATE FUNCTION search_fold(TEXT)", "CREATE TABLE search", "CREATE INDEX search_words",
-        "CREATE INDEX search_thread", "CREATE FUNCTION search_line(m",
-        "CREATE FUNCTION search_message()", "CREATE TRIGGER search_message", "INSERT INTO search",
+        "CREATE VIRTUAL TABLE",
         "INSERT INTO search",
-    ]  # fmt: skip
+        "INSERT INTO search",
+        "CREATE TRIGGER search_message",
+    ]
+    assert [" ".join(s.split()[:3]) for s in postgresql] == [
+        "CREATE FUNCTION search_fold(TEXT)",
+        "CREATE TABLE search",
+        "CREATE INDEX search_words",
+        "CREATE INDEX search_thread",
+        "CREATE FUNCTION search_line(m",
+        "CREATE FUNCTION search_message()",
+        "CREATE TRIGGER search_message",
+        "INSERT INTO search",
+        "INSERT INTO search",
+    ]
     # Bodies are whole: a trigger's BEGIN ... END, a function's $$ ... $$.
     assert sqlite[-1].endswith("NEW.thread, 0, NEW.idx, NEW.id, NEW.at;\nEND")
     assert postgresql[5].endswith("RETURN NULL;\nEND\n$$")
@@ -108,8 +131,11 @@ async def test_messages_get_the_threads_next_seq_and_shared_index(store: Store) 
     ]
     added = [await store.add(m, 10 + k) for k, m in enumerate(sent)]
     assert [(s.seq, s.index, s.weight) for s in added if s] == [
-        (0, 0, 10), (1, None, 11), (2, 1, 12), (0, 0, 13),
-    ]  # fmt: skip
+        (0, 0, 10),
+        (1, None, 11),
+        (2, 1, 12),
+        (0, 0, 13),
+    ]
     pending = await store.pending("t", -1, 10)
     assert [p.message for p in pending] == sent[:3]
     assert [p.seq for p in await store.pending("t", 0, 1)] == [1]
@@ -123,9 +149,13 @@ async def test_a_redelivery_is_ignored_and_a_changed_message_is_refused(store: S
     await store.add(first, 5)
     elsewhere = timezone(timedelta(hours=2))
     same_instant = Message(
-        id=first.id, thread="t", author="Ana", to="north", text="hello",
+        id=first.id,
+        thread="t",
+        author="Ana",
+        to="north",
+        text="hello",
         at=first.at.astimezone(elsewhere),
-    )  # fmt: skip
+    )
     assert await store.add(same_instant, 5) is None
     with pytest.raises(ConflictError) as caught:
         await store.add(message(0, "changed"), 5)
@@ -196,8 +226,15 @@ async def test_erasing_a_thread_removes_everything_it_held(store: Store) -> None
     assert before is not None
     after = before.copy()
     after.position = 0
-    assert await store.commit(before, after, [leaf("t", 0, "x", "t-0")], [ask("t", 0, "x")], "m",
-                              lines_changed=False, processed=[])  # fmt: skip
+    assert await store.commit(
+        before,
+        after,
+        [leaf("t", 0, "x", "t-0")],
+        [ask("t", 0, "x")],
+        "m",
+        lines_changed=False,
+        processed=[],
+    )
     stale = await store.outline("t")
     assert stale is not None
 
@@ -299,8 +336,10 @@ async def test_nodes_are_read_by_key_in_the_order_asked(store: Store) -> None:
     await write(store, "u", [node("u", 0, 0, "other"), node("u", 1, 3, "other")])
     keys = [(0, 999), (1, 3), (0, 5), (2, 0), (0, 0)]
     assert [(n.level, n.index, n.text) for n in await store.nodes("t", keys)] == [
-        (0, 999, "line 999"), (0, 5, "line 5"), (0, 0, "line 0"),
-    ]  # fmt: skip
+        (0, 999, "line 999"),
+        (0, 5, "line 5"),
+        (0, 0, "line 0"),
+    ]
     every = [(0, k) for k in reversed(range(1000))]  # more keys than one statement takes
     assert await store.nodes("t", every) == list(reversed(await store.summaries("t")))
     assert await store.nodes("t", []) == []
@@ -320,9 +359,16 @@ async def test_search_finds_shared_messages_and_lines_by_any_word(store: Store) 
     hits = await store.search("t", "Venue, PDF?", 10)
     at = START + timedelta(minutes=1)
     assert hits[0] == Hit(
-        label="1+1", level=0, index=1, text="Ana → north: lunch at noon, then the venue [plan.pdf]",
-        at=at, since=at, message="t-1", terms=("venue", "pdf"), score=2.0,
-    )  # fmt: skip
+        label="1+1",
+        level=0,
+        index=1,
+        text="Ana → north: lunch at noon, then the venue [plan.pdf]",
+        at=at,
+        since=at,
+        message="t-1",
+        terms=("venue", "pdf"),
+        score=2.0,
+    )
     # The line over both holds no word the messages do not: it is not listed.
     assert [(h.label, h.message, h.terms) for h in hits[1:]] == [("0+1", "t-0", ("venue",))]
     assert len(await store.search("t", "venue", 2)) == 2
@@ -344,8 +390,9 @@ async def test_search_weighs_rare_words_over_common_ones_then_prefers_the_newest
     hits = await store.search("t", "the venue lunch", 10)
     # Both words, then the rare one; "the" is left out of the query.
     assert [(h.message, h.terms) for h in hits[:2]] == [
-        ("t-7", ("venue", "lunch")), ("t-0", ("venue",)),
-    ]  # fmt: skip
+        ("t-7", ("venue", "lunch")),
+        ("t-0", ("venue",)),
+    ]
     # Two messages that match alike, with windows alike: the newest first.
     found = [h.message for h in hits]
     assert found.index("t-5") == found.index("t-3") - 1
@@ -358,8 +405,9 @@ async def test_search_ignores_case_and_the_accents_of_latin_letters(store: Store
     assert [h.terms for h in await store.search("t", "deja zurich", 10)] == [("deja", "zurich"), ()]
     assert [h.message for h in await store.search("t", "DÉJÀ", 10)] == ["t-0", "t-1"]
     assert [(h.message, h.terms) for h in await store.search("t", "ελλάδα", 10)] == [
-        ("t-1", ("ελλάδα",)), ("t-0", ()),
-    ]  # fmt: skip
+        ("t-1", ("ελλάδα",)),
+        ("t-0", ()),
+    ]
     assert await store.search("t", "ελλαδα и", 10) == []  # other scripts keep their accents
 
 
@@ -403,12 +451,15 @@ async def test_threads_carried_to_another_store_and_back_are_unchanged(
     copies = [await store.export_thread(thread) for thread in ("t", "u")]
     assert [without_epoch(c) for c in copies] == [without_epoch(r) for r in batch]
     # Every line of every tree, every shared message and every step of an agent is indexed.
-    said = {r.thread: sum(not s.message.step or bool(s.message.author) for s in r.messages)
-            for r in batch}  # fmt: skip
+    said = {
+        r.thread: sum(not s.message.step or bool(s.message.author) for s in r.messages)
+        for r in batch
+    }
     assert await anyio.to_thread.run_sync(indexed, database) == [
         (r.thread, kind, len(r.summaries) if not kind else said[r.thread])
-        for r in batch for kind in (False, True)
-    ]  # fmt: skip
+        for r in batch
+        for kind in (False, True)
+    ]
     again = await store.load_records(batch)
     assert (again.written, again.skipped) == (0, records)
 
@@ -428,7 +479,13 @@ async def test_a_load_that_contradicts_the_store_writes_nothing(store: Store) ->
     other = message(0, "elsewhere", thread="u")
     changed = replace(exported, summaries=(node("t", 0, 0, "another line"),))
     with pytest.raises(ConflictError, match="node 't:0:0' is stored with other text"):
-        await store.load_records([ThreadRecords(thread="u", messages=(Stored(
-            message=other, seq=0, index=0, weight=5),)), changed])  # fmt: skip
+        await store.load_records(
+            [
+                ThreadRecords(
+                    thread="u", messages=(Stored(message=other, seq=0, index=0, weight=5),)
+                ),
+                changed,
+            ]
+        )
     assert await store.threads() == ["t"]  # thread u, first in the batch, was not written
     assert await store.search("u", "elsewhere", 10) == []

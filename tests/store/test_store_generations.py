@@ -16,9 +16,15 @@ pytestmark = pytest.mark.anyio
 
 def later(text: str, generation: int = 1) -> Generation:
     return Generation(
-        thread="t", agent="", level=0, index=0, generation=generation, text=text,
-        bytes=len(text.encode()), form="line",
-    )  # fmt: skip
+        thread="t",
+        agent="",
+        level=0,
+        index=0,
+        generation=generation,
+        text=text,
+        bytes=len(text.encode()),
+        form="line",
+    )
 
 
 async def _processed(store: Store) -> None:
@@ -29,9 +35,14 @@ async def _processed(store: Store) -> None:
     after = before.copy()
     after.position = 0
     assert await store.commit(
-        before, after, [leaf("t", 0, "Ana: hello", "t-0")], [ask("t", 0, "x")], "m",
-        lines_changed=False, processed=[stored],
-    )  # fmt: skip
+        before,
+        after,
+        [leaf("t", 0, "Ana: hello", "t-0")],
+        [ask("t", 0, "x")],
+        "m",
+        lines_changed=False,
+        processed=[stored],
+    )
 
 
 async def test_names_authors_and_a_change_on_every_store(store: Store) -> None:

@@ -47,8 +47,17 @@ def test_the_messages_command_pages_with_after_and_prints_json(
     page = json.loads(capsys.readouterr().out)
     assert [m["seq"] for m in page["messages"]] == [0, 1, 2, 3, 4] and page["next"] == 4
     assert set(page["messages"][0]) == {
-        "index", "seq", "id", "author", "to", "at", "step", "tokens", "text", "files",
-    }  # fmt: skip
+        "index",
+        "seq",
+        "id",
+        "author",
+        "to",
+        "at",
+        "step",
+        "tokens",
+        "text",
+        "files",
+    }
     assert main(["messages", "t", "--after", "4", "--limit", "100", "--db", db]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines()[0].split()[0] == "5" and err == ""  # the last page: no "more"

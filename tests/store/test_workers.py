@@ -33,8 +33,24 @@ from ..workers import (
 
 pytestmark = pytest.mark.slow
 
-THREADS = ("alpha", "Alpha", "beta", "B", "émile", "zeta", "😀 room", "a b", "ß", "Ω", "m1",
-           "m10", "m2", "_x", "ÿ", "ann")  # fmt: skip
+THREADS = (
+    "alpha",
+    "Alpha",
+    "beta",
+    "B",
+    "émile",
+    "zeta",
+    "😀 room",
+    "a b",
+    "ß",
+    "Ω",
+    "m1",
+    "m10",
+    "m2",
+    "_x",
+    "ÿ",
+    "ann",
+)
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])

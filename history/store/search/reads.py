@@ -43,17 +43,26 @@ class SearchReads:
         self, agent: str, terms: Sequence[str], *, cap: int, limit: int
     ) -> list[int]:
         found = await self.tx.fetch(
-            "search_together", thread=self.thread, agent=agent, terms=list(terms), cap=cap,
+            "search_together",
+            thread=self.thread,
+            agent=agent,
+            terms=list(terms),
+            cap=cap,
             limit=limit,
-        )  # fmt: skip
+        )
         return [r["idx"] for r in found]
 
     async def held(self, agent: str, keys: Sequence[ranking.Posting]) -> list[tuple[Any, ...]]:
         found = await self.tx.fetch(
-            "search_held", thread=self.thread, agent=agent, keys=[list(key) for key in keys],
-            key_terms=[k.term for k in keys], key_lines=[k.line for k in keys],
-            key_levels=[k.level for k in keys], key_indexes=[k.index for k in keys],
-        )  # fmt: skip
+            "search_held",
+            thread=self.thread,
+            agent=agent,
+            keys=[list(key) for key in keys],
+            key_terms=[k.term for k in keys],
+            key_lines=[k.line for k in keys],
+            key_levels=[k.level for k in keys],
+            key_indexes=[k.index for k in keys],
+        )
         return _columns(found, "term", "line", "level", "idx", "n")
 
     async def postings(self, agent: str, terms: Sequence[str]) -> list[tuple[Any, ...]]:
@@ -74,10 +83,14 @@ class SearchReads:
 
     async def details(self, keys: Sequence[ranking.Key]) -> list[tuple[Any, ...]]:
         found = await self.tx.fetch(
-            "search_details", thread=self.thread, keys=[list(key) for key in keys],
-            key_agents=[k.agent for k in keys], key_lines=[k.line for k in keys],
-            key_levels=[k.level for k in keys], key_indexes=[k.index for k in keys],
-        )  # fmt: skip
+            "search_details",
+            thread=self.thread,
+            keys=[list(key) for key in keys],
+            key_agents=[k.agent for k in keys],
+            key_lines=[k.line for k in keys],
+            key_levels=[k.level for k in keys],
+            key_indexes=[k.index for k in keys],
+        )
         return [
             (
                 r["agent"],

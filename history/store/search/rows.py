@@ -19,17 +19,33 @@ from . import terms
 
 
 def _search_row(
-    *, thread: str, agent: str, line: bool, level: int, index: int, message: str | None,
-    since: datetime, at: datetime, text: str, language: str,
-) -> Params:  # fmt: skip
+    *,
+    thread: str,
+    agent: str,
+    line: bool,
+    level: int,
+    index: int,
+    message: str | None,
+    since: datetime,
+    at: datetime,
+    text: str,
+    language: str,
+) -> Params:
     """A row of the search index: the terms of `text` and of the days from `since` to `at`,
     stemmed in `language` (the text itself is read from its summary or message)."""
     found = terms.indexed(text, since, at, language)
     return {
-        "thread": thread, "agent": agent, "line": line, "level": level, "idx": index,
-        "message": message, "since": format_at(since), "at": format_at(at),
-        "words": terms.spaced(found), "length": len(found),
-    }  # fmt: skip
+        "thread": thread,
+        "agent": agent,
+        "line": line,
+        "level": level,
+        "idx": index,
+        "message": message,
+        "since": format_at(since),
+        "at": format_at(at),
+        "words": terms.spaced(found),
+        "length": len(found),
+    }
 
 
 def message_search_row(message: Message, index: int, language: str, *, agent: str = "") -> Params:
@@ -37,9 +53,17 @@ def message_search_row(message: Message, index: int, language: str, *, agent: st
     step's is its agent's, at its step index."""
     m = message
     return _search_row(
-        thread=m.thread, agent=agent, line=False, level=0, index=index, message=m.id,
-        since=m.at, at=m.at, text=line_of(m), language=language,
-    )  # fmt: skip
+        thread=m.thread,
+        agent=agent,
+        line=False,
+        level=0,
+        index=index,
+        message=m.id,
+        since=m.at,
+        at=m.at,
+        text=line_of(m),
+        language=language,
+    )
 
 
 def stored_search_rows(messages: Sequence[Stored], language: str) -> list[Params]:
@@ -73,9 +97,17 @@ def line_search_row(node: Summary, since: datetime, language: str) -> Params:
     """A line's search row: its text and the days from `since` (its first message's) to its
     `at`, stemmed in `language`."""
     return _search_row(
-        thread=node.thread, agent=node.agent, line=True, level=node.level, index=node.index,
-        message=None, since=since, at=node.at, text=node.text, language=language,
-    )  # fmt: skip
+        thread=node.thread,
+        agent=node.agent,
+        line=True,
+        level=node.level,
+        index=node.index,
+        message=None,
+        since=since,
+        at=node.at,
+        text=node.text,
+        language=language,
+    )
 
 
 def first_indexes(nodes: Sequence[Summary]) -> list[int]:

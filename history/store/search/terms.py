@@ -26,8 +26,20 @@ from functools import lru_cache
 
 from ...languages import SIMPLE
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-          "september", "october", "november", "december")  # fmt: skip
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 STOP_WORDS = frozenset(
     [
@@ -220,8 +232,10 @@ def _day_words(day: date) -> str:
 def indexed(text: str, first: datetime, last: datetime, language: str) -> list[str]:
     """What is indexed for a message (`first` = `last` = its `at`) or a line over a span: the
     words of its days, then of its text."""
-    return [*_days(first.astimezone(UTC).date(), last.astimezone(UTC).date(), language),
-            *terms(text, language)]  # fmt: skip
+    return [
+        *_days(first.astimezone(UTC).date(), last.astimezone(UTC).date(), language),
+        *terms(text, language),
+    ]
 
 
 @lru_cache(maxsize=4_096)
