@@ -34,7 +34,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 import history.agent.capability as capability
 from history import History, HistorySettings, ThreadHistory
 from history.agent.providers import provider_request
-from history.cli import demo
+from history.cli import _demo as demo
 from history.cli import main as cli
 
 MODELS = (

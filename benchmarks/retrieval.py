@@ -41,15 +41,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from history import search
+from history._languages import DEFAULT_LANGUAGE
 from history.agent.lookup import recall_block
 from history.contract import Message, Stored, Summary
-from history.languages import DEFAULT_LANGUAGE
 from history.lines import cut, line_of, one_line
 from history.plugin import History
 from history.settings import HistorySettings
 from history.store import open_store
-from history.store.records import ThreadRecords
-from history.store.search import terms
+from history.store._records import ThreadRecords
+from history.store._search import terms
 
 from .corpora import START, Conversation, Corpus
 from .speed import postgres_schema

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from history.store.search import ranking
+from history.store._search import ranking
 
 from .latency import CONCURRENCY, Load
 from .scale import Scale

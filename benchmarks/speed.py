@@ -29,20 +29,21 @@ from typing import Any, Literal
 import aiosqlite
 
 from history import prompt_text, view
+from history._languages import DEFAULT_LANGUAGE
+from history._trace import snapshot
 from history.contract import Ask, Message, Outline, Stored, Summary, Task
-from history.languages import DEFAULT_LANGUAGE
 from history.plugin import History
 from history.processors.compact import compact
 from history.processors.summarize import Nodes
 from history.processors.weight import weight
 from history.settings import HistorySettings
-from history.store import open_store, rows
-from history.store.queries import QUERIES, Dialect
-from history.store.search import indexing
-from history.store.search.rows import stored_search_rows
+from history.store import _rows as rows
+from history.store import open_store
+from history.store._queries import QUERIES, Dialect
+from history.store._search import indexing
+from history.store._search.rows import stored_search_rows
 from history.store.sqlite import WRITING, SQLiteStore
 from history.summarizer import Scripted, write
-from history.trace import snapshot
 
 from .cache import count
 

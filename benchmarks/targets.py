@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from history.store.search import indexing
+from history.store._search import indexing
 
 from .cache import OPENAI_MINIMUM
 from .cost import FLOORS, Run

@@ -126,7 +126,7 @@ def measure(db: Path, thread: str, *, repeats: int = 5) -> ViewerRun:
 
 async def _outline(db: Path, thread: str) -> int:
     """The thread's boundary: how many messages its tree stands for."""
-    from history.cli.stores import opened
+    from history.cli._stores import opened
 
     async with opened(str(db), read_only=True) as store:
         found = await store.outline(thread)

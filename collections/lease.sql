@@ -1,4 +1,4 @@
--- A lease on each thread a process processes (`history/store/claims.py`): one process at a time
+-- A lease on each thread a process processes (`history/store/_claims.py`): one process at a time
 -- processes a thread, across processes on one SQLite file as on one PostgreSQL schema. `expires`
 -- is in seconds since 1970 by the database's clock; a lease given up has 0, and one that lapsed
 -- (its process stopped or died) is taken over by the next claim. `wanted`: another process

@@ -1,4 +1,4 @@
--- The statements the store runs, by name (`history/store/queries.py` reads them). Parameters
+-- The statements the store runs, by name (`history/store/_queries.py` reads them). Parameters
 -- are named (`:thread`). `queries.postgresql.sql` holds PostgreSQL's text of the entries whose
 -- dialects differ; every other entry serves both. On SQLite a list parameter arrives as JSON,
 -- read with json_each; on PostgreSQL as an array.
@@ -362,7 +362,7 @@ CROSS JOIN search AS s ON s.thread = :thread AND s.agent = :agent
 
 -- name: search_unposted
 -- Search: the words of one agent's rows whose postings are not written yet, with their length
--- and `at` (those of a batch of messages at most, `history.store.writes.due`, and of the lines
+-- and `at` (those of a batch of messages at most, `history.store._writes.due`, and of the lines
 -- written with them, from the `search_unposted` index).
 SELECT s.line, s.level, s.idx, p.words, s.length, s.at
 FROM search_pending AS p

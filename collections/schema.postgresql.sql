@@ -137,7 +137,7 @@ CREATE TABLE move (
     PRIMARY KEY (thread, seq)
 );
 
--- A lease on each thread a process processes (history/store/claims.py).
+-- A lease on each thread a process processes (history/store/_claims.py).
 CREATE TABLE lease (
     thread TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -225,7 +225,7 @@ CREATE TRIGGER search_uncounted AFTER DELETE ON search FOR EACH ROW
     EXECUTE FUNCTION search_uncounted();
 
 -- Storing a message in one round trip: its thread's next seq under the thread's lock, and the
--- thread's outline with its first message (history/store/writes.py does the same on SQLite).
+-- thread's outline with its first message (history/store/_writes.py does the same on SQLite).
 CREATE FUNCTION store_message(
     p_space INTEGER, p_id TEXT, p_thread TEXT, p_author TEXT, p_to TEXT, p_text TEXT,
     p_at TEXT, p_step BOOLEAN, p_files TEXT, p_weight BIGINT, p_native TEXT, p_outline TEXT

@@ -1,4 +1,4 @@
--- The current schema, whole: what every migration step (history/store/migrations.py) makes,
+-- The current schema, whole: what every migration step (history/store/_migrations.py) makes,
 -- in one file to read. It is not a step. A new database is made from it in one transaction,
 -- and tests/store/test_schema.py checks that it makes exactly what the steps make, on both
 -- databases (schema.postgresql.sql beside it is PostgreSQL's). A new step changes both.
@@ -139,7 +139,7 @@ CREATE TABLE move (
     PRIMARY KEY (thread, seq)
 );
 
--- A lease on each thread a process processes (history/store/claims.py).
+-- A lease on each thread a process processes (history/store/_claims.py).
 CREATE TABLE lease (
     thread TEXT PRIMARY KEY,
     owner TEXT NOT NULL,

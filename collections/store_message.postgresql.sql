@@ -1,11 +1,11 @@
 -- Storing a message in one round trip (PostgreSQL; SQLite has nothing to do, see
 -- `store_message.sql`). It took four: BEGIN, the thread's lock, the INSERT and COMMIT. The
--- function does what `history.store.writes.store_message` does, in its one statement's
+-- function does what `history.store._writes.store_message` does, in its one statement's
 -- transaction: it takes the thread's lock (the one an erase and a load take), stores the message
 -- with its thread's next seq, idx and step index as `insert_message` does (each statement in it
 -- reads what was committed before it, so the lock orders two processes storing in one thread),
 -- and makes the thread's outline row with its first message (`p_outline`: the row as JSON, as
--- `history.store.rows.new_outline_row` gives it). Nothing back for a known id.
+-- `history.store._rows.new_outline_row` gives it). Nothing back for a known id.
 CREATE FUNCTION store_message(
     p_space INTEGER, p_id TEXT, p_thread TEXT, p_author TEXT, p_to TEXT, p_text TEXT,
     p_at TEXT, p_step BOOLEAN, p_files TEXT, p_weight BIGINT, p_native TEXT, p_outline TEXT

@@ -1,3 +1,3 @@
 -- Storing a message in one call (SQLite; `store_message.postgresql.sql` is PostgreSQL's). Nothing
 -- to do here: SQLite's store runs the whole of it in one call on its connection's thread already
--- (`history.store.writes.store_message`, in one `BEGIN IMMEDIATE` transaction).
+-- (`history.store._writes.store_message`, in one `BEGIN IMMEDIATE` transaction).

@@ -20,6 +20,8 @@ from pydantic import (
     model_serializer,
 )
 
+from ._generated import Form, Generation, Name
+from ._names import check_name
 from .contract import (
     Ask,
     Entry,
@@ -35,11 +37,9 @@ from .contract import (
     parse_at,
 )
 from .errors import InputError
-from .generated import Form, Generation, Name
 from .lines import size
-from .names import check_name
-from .store.consistency import LARGEST, TOP_LEVEL
-from .store.records import RecordedCall, ThreadRecords
+from .store._consistency import LARGEST, TOP_LEVEL
+from .store._records import RecordedCall, ThreadRecords
 
 FORMAT = 4
 FORMATS = (1, 2, 3, 4)

@@ -45,14 +45,14 @@ from ._carry_lines import (
     summary_of,
 )
 from ._checks import name_text, optional_argument_text, space_name, text
+from ._generated import Generation, Name
+from ._limits import without_bom
 from .contract import About, Outline, Stored, Summary
 from .errors import ConflictError, InputError, NotFoundError
-from .generated import Generation, Name
-from .limits import without_bom
 from .settings import HistorySettings
 from .store import Store
-from .store.consistency import check_weight
-from .store.records import Loaded, RecordedCall, ThreadRecords
+from .store._consistency import check_weight
+from .store._records import Loaded, RecordedCall, ThreadRecords
 
 ENCODING: str = HistorySettings.encoding
 """The encoding a thread's messages are weighed in when its export records no settings."""

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from ._checks import name_text, optional_text, required_text, text, wrong
+from ._generated import Generation, Name
 from .errors import InputError
-from .generated import Generation, Name
 
 FileKind = Literal["image", "text", "pdf", "other"]
 Outcome = Literal["fit", "cut", "fallback"]

@@ -34,7 +34,7 @@ from .contract import Ask, Reply, Task
 from .errors import ConfigurationError, UnpinnedError
 from .lines import prefix, size
 from .settings import INSTRUCTIONS
-from .store.records import RecordedCall
+from .store._records import RecordedCall
 from .summarizer import Exhausted, Summarizer, summarizer_key
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@
         await history.wait()                      # until everything handed over is processed
 
 Each thread is processed by one task at a time, in `seq` order; different threads at the same
-time. Messages that only join a thread's tail are committed together (`history.lane`).
+time. Messages that only join a thread's tail are committed together (`history._lane`).
 Summarizer calls are bounded by a capacity limiter and a timeout, and are never made with a
 transaction open. A batch that fails commits nothing and is retried after a pause, which doubles
 with each failure of the same request and starts over with the next one; what a summarizer or
@@ -25,9 +25,13 @@ from typing import TYPE_CHECKING, Self, Unpack
 import anyio
 from anyio.abc import TaskGroup
 
+from ._adopting import Recorded
+from ._again import Again
 from ._checks import argument_text, optional_argument_text, optional_text, space_name, whole
-from .adopting import Recorded
-from .again import Again
+from ._lane import STORE_CLOSE, AskListener, Lane, Lanes, Lookouts, Runner
+from ._renaming import rename
+from ._retracting import retract
+from ._spaces import unplaced_in
 from .breaker import OPEN_AFTER, Health, WhenDown
 from .contract import Message, Outline, Stored
 from .errors import (
@@ -39,15 +43,11 @@ from .errors import (
     SummarizerError,
     UnpinnedError,
 )
-from .lane import STORE_CLOSE, AskListener, Lane, Lanes, Lookouts, Runner
 from .metering import Usage, usage
 from .pins import model_key
 from .processors.weight import encoding, weight
 from .reconsolidating import Options, Resummary, reconsolidate
-from .renaming import rename
-from .retracting import retract
 from .settings import HistorySettings
-from .spaces import unplaced_in
 from .store import Store, default_store, open_store
 from .summarizer import (
     Asker,
@@ -118,7 +118,7 @@ class History:
             max_failures, when_down: failures in a row that open the summarizer's breaker, and
                 "fall back" (lines cut at once) or "stop" while open (`history.breaker`).
             adopt_settings: threads recorded with other settings go on with these (recorded
-                anew) instead of being refused at once (`history.adopting`).
+                anew) instead of being refused at once (`history._adopting`).
         """
         self.settings = settings
         encoding(settings.encoding)  # refuse an unknown tokenizer at startup
@@ -394,7 +394,7 @@ class History:
 
     async def retract(self, thread: str, *, after: int) -> list[Stored]:
         """Take back the thread's messages after seq `after` while they are whole in its tail
-        (`history.retracting`): those taken back. RetractRefused, changing nothing, once a line
+        (`history._retracting`): those taken back. RetractRefused, changing nothing, once a line
         stands for one of them; a batch in flight commits nothing and is done without them."""
         self._open()
         gone = await retract(self.store, thread, after, self.settings)

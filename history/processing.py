@@ -1,7 +1,7 @@
 """What the core and the processors exchange besides the contract's data.
 
 The processors (`processors/`) are pure: they move an outline forward and never open a
-transaction or call a model. The core (`history.lane`) hands them callbacks to write a line
+transaction or call a model. The core (`history._lane`) hands them callbacks to write a line
 and to read messages and nodes, and commits what they changed. This module types that seam:
 the callbacks, what a processor hands back (`Change`), and `Vanished`, which a processor raises
 when the thread was erased under it.

@@ -22,15 +22,15 @@ from dataclasses import dataclass, replace
 from pydantic_ai.models import Model
 
 from ._checks import argument_text
+from ._generations import carried
+from ._lane import BATCH, process_one
 from .contract import Ask, Outline, Reply, Stored, Task
 from .errors import ConfigurationError, NotFoundError, RebuildRefused, StoreError, UnpinnedError
-from .generations import carried
-from .lane import BATCH, process_one
 from .pins import Replay, model_key, pinned
 from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, built_with, recorded
 from .store import Store
-from .store.records import ThreadRecords
+from .store._records import ThreadRecords
 from .store.sqlite import SQLiteStore
 from .summarizer import (
     OFFLINE,

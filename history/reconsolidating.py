@@ -11,16 +11,17 @@ from typing import Literal, NotRequired, TypedDict, Unpack
 
 import anyio
 
+from ._generated import Generation
+from ._generations import Key, Tree, children, current, next_generation, tree
+from ._names import Display, display, named_line
 from .contract import Ask, Outline, Reply, Task
 from .errors import ConflictError, InputError, SummarizerError
-from .generated import Generation
-from .generations import Key, Tree, children, current, next_generation, tree
 from .lines import label, size
-from .names import Display, display, named_line
 from .pins import model_key
 from .processors.summarize import leaf_task, merge_task
 from .settings import HistorySettings
-from .store import Store, changes
+from .store import Store
+from .store import _changes as changes
 from .summarizer import (
     Summarizer,
     checked_summarizer,

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from ._languages import check_language
 from .errors import ConfigurationError
-from .languages import check_language
 
 if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings

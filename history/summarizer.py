@@ -326,7 +326,7 @@ class Counters:
     """Summarizer replies that went on after their timeout cancelled them (left running)."""
     reasked: int = 0
     """Generations written by asking fallback lines again on their own once the summarizer
-    answered (the fallback nodes and the parents above them; `history.again`)."""
+    answered (the fallback nodes and the parents above them; `history._again`)."""
     reask_failures: int = 0
     """Those re-summaries that failed (logged; asked again after a later answer)."""
 

@@ -5,7 +5,7 @@ the lines of what left and, past its maximum, merges its most overdue pairs (the
 that leaves joins its agent's step outline, which folds the same way (SPEC section 6a). Between
 cuts and folds nothing at the start of an agent's prompt moves (SPEC section 5).
 It takes data and hands back what changed: lines are written through the `LineWriter` it is
-given, and the core (`history.lane`) commits the outline it moved.
+given, and the core (`history._lane`) commits the outline it moved.
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from history import File, History, HistorySettings, Message, Reply, Summarizer, Task
+from history._trace import outline_json, summary_json
 from history.contract import Ask
 from history.lines import normalize
 from history.store import Store
-from history.store.records import ThreadRecords
-from history.trace import outline_json, summary_json
+from history.store._records import ThreadRecords
 
 from .conftest import Options, message
 

@@ -61,7 +61,7 @@ async def _ingest(url: str, lines: list[str], lease: float, gate: Path) -> int:
 
 
 async def _slow(url: str, lease: float) -> int:
-    from history.worker import serve
+    from history._worker import serve
 
     model = Counted(pause=0.05)
     history = History(SETTINGS, store=leased(url, lease), model=model, process=False)

@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 
 from history import Ask, Echo, History, HistorySettings, Message, Reply, Task
+from history._trace import snapshot
 from history.store import open_store
-from history.trace import snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -232,7 +232,7 @@ async def _store(url: str, lines: list[str]) -> None:
 
 
 async def _slow(url: str) -> None:
-    from history.worker import serve
+    from history._worker import serve
 
     await serve(History(SETTINGS, store=url, model=Slow(), process=False), poll=0.05)
 

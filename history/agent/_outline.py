@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 
 from pydantic_ai.messages import CachePoint, CompactionPart, ModelRequestPart, UserPromptPart
 
+from .._generations import shown_snapshot
 from ..contract import Entry, Snapshot, Summary
-from ..generations import shown_snapshot
 from ..lines import one_line, size
 from ..settings import HistorySettings
 

@@ -28,9 +28,9 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from .._names import Display, named
 from ..contract import Snapshot, Stored
 from ..lines import label, prefix, render, size
-from ..names import Display, named
 from ..plugin import History
 from ..summarizer import describe
 from .steps import Calls, Returns, Step, cut_text, step_messages

@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass, replace
 
 from .._checks import LARGEST, argument_text, optional_argument_text, whole, wrong
+from .._generations import current_hits, current_nodes
+from .._names import Display, display, named, named_query
 from ..contract import Hit, Message, Stored, Summary, format_at
 from ..errors import NotFoundError
-from ..generations import current_hits, current_nodes
 from ..lines import cut, line_of, one_line, prefix, render, size
 from ..lines import label as label_of
-from ..names import Display, display, named, named_query
 from ..plugin import History
 from ..processors.weight import tokens
 
@@ -106,7 +106,7 @@ async def zoom(
 async def search(
     history: History, thread: str, query: str, *, limit: int = 10, agent: str | None = None
 ) -> list[Hit]:
-    """The thread's messages and lines that match `query`, ranked as `history.store.search.ranking`
+    """The thread's messages and lines that match `query`, ranked as `history.store._search.ranking`
     says: at most `limit` distinct hits, the best first.
 
     A line is listed only when it holds a word of the query that no better hit holds. A hit's

@@ -29,9 +29,9 @@ from pydantic_ai.messages import (
 )
 
 from .._checks import flag, whole, wrong
+from .._names import display
 from ..contract import Snapshot
 from ..errors import ConfigurationError
-from ..names import display
 from ..plugin import History
 from ._outline import outline_parts
 from ._tail import Run, merged, read_natives, tail_messages, unpaired

@@ -19,23 +19,21 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import HistoryError
-from . import (
-    carry,
-    demo,
-    erase,
-    generations,
-    ingest,
-    prompt,
-    rebuild,
-    retract,
-    serve,
-    simulate,
-    stats,
-    threads,
-    worker,
-)
-from .options import Commands, Parser
-from .stores import store_of
+from . import _carry as carry
+from . import _demo as demo
+from . import _erase as erase
+from . import _generations as generations
+from . import _ingest as ingest
+from . import _prompt as prompt
+from . import _rebuild as rebuild
+from . import _retract as retract
+from . import _serve as serve
+from . import _simulate as simulate
+from . import _stats as stats
+from . import _threads as threads
+from . import _worker as worker
+from ._options import Commands, Parser
+from ._stores import store_of
 
 REGISTER: tuple[Callable[[Commands], None], ...] = (
     simulate.register,

@@ -24,7 +24,7 @@ so that a view sends them back as tool calls.
 
 This package reads files only: it imports the core types, never the plugin or the store. What
 writes the records (checked against the store, then handed to the plugin) is the `ingest`
-command's (`history.cli.storing`). A new input format is a module here, named in `Format` and
+command's (`history.cli._storing`). A new input format is a module here, named in `Format` and
 dispatched by `_read`.
 """
 

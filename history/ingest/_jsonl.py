@@ -5,9 +5,9 @@ The simulate command reads the same lines, so both take them through `parse_line
 
 from __future__ import annotations
 
+from .._limits import loads
 from ..contract import Event, Message, ThreadDeleted
 from ..errors import InputError
-from ..limits import loads
 from ._records import Reader
 
 

@@ -15,9 +15,9 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from .._limits import MAX_FILE, MAX_UNZIPPED, loads, read_at_most, read_file, without_bom
 from ..contract import Message
 from ..errors import ConfigurationError, InputError
-from ..limits import MAX_FILE, MAX_UNZIPPED, loads, read_at_most, read_file, without_bom
 from ._jsonl import jsonl
 from ._records import FORMATS, ONE_THREAD, Format, Parsed, Reader, Record
 

@@ -13,13 +13,13 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
+from .._generated import Generation, Name
 from ..contract import About, Ask, Hit, Message, Outline, Snapshot, Stored, Summary, Tally
 from ..errors import ConfigurationError
-from ..generated import Generation, Name
-from .changes import Change
-from .claims import Claim
-from .records import Loaded, ThreadRecords
-from .writes import Move
+from ._changes import Change
+from ._claims import Claim
+from ._records import Loaded, ThreadRecords
+from ._writes import Move
 
 
 class Store(Protocol):
@@ -27,12 +27,12 @@ class Store(Protocol):
 
     url: str
     language: str
-    """The language search stems in (`history.languages`), known once open. Every process sharing
+    """The language search stems in (`history._languages`), known once open. Every process sharing
     a store must ask for the same one, or each indexes the store again when it opens."""
     shared: bool
     """Other processes may process the same threads: each claim starts from what is committed."""
     lease: float
-    """Seconds a claim on a thread lasts unless renewed (`claims.py`)."""
+    """Seconds a claim on a thread lasts unless renewed (`_claims.py`)."""
 
     async def open(self) -> None:
         """Connect and apply any migration not yet recorded."""
@@ -246,7 +246,7 @@ class Store(Protocol):
         """Hold the right to process the thread: yields a false Claim when another process
         holds it.
 
-        A claim ends with its block, or with its lease (`claims.py`): the threads of a process
+        A claim ends with its block, or with its lease (`_claims.py`): the threads of a process
         that dies or stops are taken over once it lapses.
         """
         ...

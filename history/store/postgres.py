@@ -7,7 +7,7 @@ all here:
 - a thread's `seq` is assigned under a transaction-scoped advisory lock on the thread, so two
   processes storing messages of one thread at once commit them in order with no gaps (an erase
   and a load take the same lock);
-- processing a thread is claimed with a lease (`claims.py`), which another process takes over
+- processing a thread is claimed with a lease (`_claims.py`), which another process takes over
   once a process that died or stopped lets it lapse;
 - migrations are applied under an advisory lock, so workers starting together on an empty
   database apply each step once;
@@ -17,7 +17,7 @@ all here:
 
 A transaction body runs on one pooled connection, handed back without the pool's reset query.
 The schema is the connection's `search_path` (`postgresql://.../db?search_path=chat`). Driver
-errors become StoreError here (through `driver.py`) and nowhere else.
+errors become StoreError here (through `_driver.py`) and nowhere else.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ import anyio
 import asyncpg
 
 from ..errors import ClosedError, StoreError
-from .adapter import Body, Mode
-from .claims import LEASE
-from .driver import DRIVER_ERRORS, quietly, store_error
-from .migrations import MIGRATIONS
-from .queries import QUERIES, Dialect, compile_named
-from .rows import Params, Row
-from .sql import SQLStore
+from ._adapter import Body, Mode
+from ._claims import LEASE
+from ._driver import DRIVER_ERRORS, quietly, store_error
+from ._migrations import MIGRATIONS
+from ._queries import QUERIES, Dialect, compile_named
+from ._rows import Params, Row
+from ._sql import SQLStore
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ class PostgresStore(SQLStore):
         """Args:
         url: a `postgresql://` URL; its query parameters are server settings (`search_path`).
         pool: the most connections this store opens at once.
-        language: the language search stems in (`history.languages`); see `SQLStore`.
+        language: the language search stems in (`history._languages`); see `SQLStore`.
         create: make the store's tables where the schema has none; False refuses such a schema.
         read_only: only read (implies not `create`): a store whose migrations are all applied
             is read as it is, so a role that may only SELECT reads it; an older one is migrated.

@@ -8,7 +8,7 @@ connection with a thread and a lock of its own, from the last commit (WAL lets a
 beside the writer): a view never waits for a lane's write transaction, nor for the writes queued
 before it. A SQLite file has one writer at a time (`BEGIN IMMEDIATE`), which is the thread lock
 and the migrations' lock; several processes may share a file, and claim its threads as on
-PostgreSQL (`claims.py`). Driver errors become StoreError here and nowhere else.
+PostgreSQL (`_claims.py`). Driver errors become StoreError here and nowhere else.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ import aiosqlite
 import anyio
 
 from ..errors import ClosedError, StoreError
-from . import writes
-from .adapter import Body, Mode
-from .claims import LEASE
-from .migrations import MIGRATIONS
-from .queries import QUERIES, Dialect
-from .rows import Params, Row
-from .sql import SQLStore
+from . import _writes as writes
+from ._adapter import Body, Mode
+from ._claims import LEASE
+from ._migrations import MIGRATIONS
+from ._queries import QUERIES, Dialect
+from ._rows import Params, Row
+from ._sql import SQLStore
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class SQLiteStore(SQLStore):
             refuses a missing or empty file instead.
         read_only: only read (implies not `create`): a store of ours whose migrations are all
             applied is read through a read-only connection, so a read-only mount serves too.
-        language: the language search stems in (`history.languages`); see `SQLStore`.
+        language: the language search stems in (`history._languages`); see `SQLStore`.
         lease: seconds a claim on a thread lasts unless renewed; see `SQLStore`.
         """
         database = SQLite(path, create=create, read_only=read_only)

@@ -15,7 +15,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from history import History, HistorySettings, ThreadHistory, prompt_text
 from history.agent.providers import Sent, provider_request
-from history.cli import demo, main
+from history.cli import _demo as demo
+from history.cli import main
 from history.processors.weight import tokens
 
 DEMO_SETTINGS = HistorySettings(

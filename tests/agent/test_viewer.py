@@ -20,8 +20,8 @@ from starlette.testclient import TestClient
 
 from history import viewer
 from history.viewer import create_app
-from history.viewer.app import POLICY
-from history.viewer.reading import chain, tops
+from history.viewer._app import POLICY
+from history.viewer._reading import chain, tops
 
 from ..viewing import HOSTILE, Page, cli, cli_json, demo_store, hostile_store
 
@@ -215,7 +215,7 @@ def test_the_prompt_page_agrees_with_prompt_json(client: TestClient, demo: Path)
 def test_the_time_page_draws_every_move_the_store_recorded(client: TestClient, demo: Path) -> None:
     import anyio
 
-    from history.cli.stores import opened
+    from history.cli._stores import opened
 
     async def moves() -> list[int]:
         async with opened(str(demo), read_only=True) as store:

@@ -16,7 +16,8 @@ from benchmarks.config import QUICK
 from benchmarks.corpora import synthetic_corpus
 from benchmarks.report import Results, render
 from history import History, HistorySettings
-from history.store import Store, open_store, rows
+from history.store import Store, open_store
+from history.store import _rows as rows
 
 from ..conftest import exchange
 from ..stores import run_sql

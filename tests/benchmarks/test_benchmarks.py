@@ -33,7 +33,7 @@ from benchmarks.view import chat_history_prompt
 from history import ThreadHistory
 from history.agent.providers import recording_model
 from history.settings import HistorySettings
-from history.store.search.indexing import POSTED_TOGETHER
+from history.store._search.indexing import POSTED_TOGETHER
 
 from ..conftest import Opener, exchange
 from ..stores import run_sql
@@ -288,7 +288,7 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
 
 def test_retrieval_questions_are_worded_unlike_their_answers() -> None:
     from benchmarks import retrieval
-    from history.store.search import terms
+    from history.store._search import terms
 
     corpus = corpora.synthetic_corpus(300)
     thread = retrieval.spread(corpus)[0]

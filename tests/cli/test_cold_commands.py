@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from history.cli import demo
+from history.cli import _demo as demo
 
 from ..conftest import run
 from ..processor.test_budgets import paused

@@ -685,7 +685,7 @@ def test_reading_every_format_loads_neither_the_plugin_nor_the_trace(tmp_path: P
     script = (
         "import sys\nfrom pathlib import Path\nfrom history.ingest import read\n"
         "print(*(f'{read(Path(n)).format}:{len(read(Path(n)).records)}' for n in sys.argv[1:]))\n"
-        "print(*sorted(m for m in ('history.plugin', 'history.trace') if m in sys.modules))\n"
+        "print(*sorted(m for m in ('history.plugin', 'history._trace') if m in sys.modules))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script, *files],

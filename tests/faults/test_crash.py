@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from history import Ask, History
-from history.trace import snapshot
+from history._trace import snapshot
 
 from ..crashing import SETTINGS, conversation
 

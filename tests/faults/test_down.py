@@ -204,7 +204,7 @@ async def test_the_breaker_opens_after_a_run_of_failures_probes_one_at_a_time_an
     # past those, only probes (as many as the machine's pace let cool-downs pass meanwhile).
     assert calls_while_down - probed <= 8
     # Probes only, while down; the threads' own requests (their fallback lines are asked again
-    # once it answers, by re-summaries of their own: `history.again`).
+    # once it answers, by re-summaries of their own: `history._again`).
     assert history.counters.requests - calls_while_down < 12
     assert flaky.calls > history.counters.requests
     assert up.state == "closed" and up.failures == 0 and up.fallbacks >= down.fallbacks > 0

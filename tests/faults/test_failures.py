@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from history import Echo, Message, Scripted
+from history._trace import snapshot
 from history.contract import Reply, Task
 from history.summarizer import Summarizer
-from history.trace import snapshot
 
 from ..conftest import Opener, PluginOptions, Settings, message
 

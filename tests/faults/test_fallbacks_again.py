@@ -1,4 +1,4 @@
-"""Fallback lines asked again on their own once the summarizer answers (`history.again`)."""
+"""Fallback lines asked again on their own once the summarizer answers (`history._again`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from history import History, HistorySettings, Scripted, again, breaker
+from history import History, HistorySettings, Scripted, breaker
+from history import _again as again
+from history._generations import tree
 from history.contract import Reply, Task
-from history.generations import tree
 
 from ..conftest import message
 

@@ -30,7 +30,7 @@ from history.cli import main
 from history.contract import Outline, Stored
 from history.processors.weight import weight
 from history.store import Store
-from history.store.records import ThreadRecords
+from history.store._records import ThreadRecords
 
 from ..conftest import message
 

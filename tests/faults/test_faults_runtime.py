@@ -44,11 +44,11 @@ from history import (
     prompt_text,
     view,
 )
+from history._worker import serve
 from history.cli import main
 from history.rebuilding import rebuild
 from history.store import Store, open_store
-from history.store.records import ThreadRecords
-from history.worker import serve
+from history.store._records import ThreadRecords
 
 from ..chats import trace
 from ..conftest import Options, message

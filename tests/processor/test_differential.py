@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from history import HistorySettings
-from history.trace import simulate
+from history._trace import simulate
 
 from ..conftest import START
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import pytest
 
 from history import History, HistorySettings, InputError, SummarizerError, prompt_text, view
+from history._generations import current_nodes, tree
 from history.contract import Reply, Task
-from history.generations import current_nodes, tree
 
 from ..conftest import Opener, Settings, exchange, message
 

@@ -13,10 +13,11 @@ import anyio.lowlevel
 import pytest
 
 from history import History, HistorySettings
+from history._generations import current_hits, current_nodes
 from history.carry import export, load
-from history.generations import current_hits, current_nodes
 from history.rebuilding import rebuild
-from history.store import Store, changes, open_store
+from history.store import Store, open_store
+from history.store import _changes as changes
 
 from ..conftest import Opener, Settings, exchange
 from .test_generations import Counting, texts

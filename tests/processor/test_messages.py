@@ -188,7 +188,7 @@ async def test_an_error_in_the_block_comes_out_as_it_was_raised(tmp_path: Path) 
 async def test_only_the_threads_worked_on_last_stay_in_memory(
     open_history: Opener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from history import lane
+    from history import _lane as lane
 
     monkeypatch.setattr(lane, "WARM_THREADS", 3)
     async with open_history(tail=(5, 10), kept=1) as run:

@@ -7,9 +7,9 @@ import re
 import pytest
 
 from history import InputError, prompt_text, search, view, zoom
-from history.generations import current_nodes
+from history._generations import current_nodes
+from history._names import display, named, whole_word, whole_words
 from history.lines import line_of
-from history.names import display, named, whole_word, whole_words
 
 from ..conftest import Opener, Settings, exchange, message
 

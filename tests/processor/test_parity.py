@@ -53,7 +53,7 @@ def test_the_twelve_exchange_trace_is_unchanged(summarizer: str, version: str) -
 def test_the_twelve_exchange_trace_covers_what_the_spec_describes() -> None:
     """What the reviewed trace shows, asserted on a fresh run rather than on the file."""
     from history import HistorySettings
-    from history.trace import simulate
+    from history._trace import simulate
 
     settings = HistorySettings(
         summarizer="echo", line=160, tail=(150, 300), outline=(300, 600), kept=2

@@ -22,7 +22,7 @@ from history import (
 from history.contract import Ask, Outcome
 from history.pins import as_recorded, model_key, pinned
 from history.store import Store
-from history.store.records import ThreadRecords
+from history.store._records import ThreadRecords
 from history.store.sqlite import SQLiteStore
 from history.summarizer import Exhausted, write
 

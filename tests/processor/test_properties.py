@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from history import Ask, History, HistorySettings, Message, Outline, Stored, Summary
-from history.trace import snapshot
+from history._trace import snapshot
 
 from ..conftest import START, Settings
 

@@ -14,7 +14,8 @@ from history import History, HistorySettings, InputError, Message
 from history.carry import export, read_records
 from history.lines import line_of, node_id
 from history.rebuilding import rebuild
-from history.store import migrations, open_store
+from history.store import _migrations as migrations
+from history.store import open_store
 
 from ..conftest import START, Opener, kinds, message
 
@@ -191,7 +192,7 @@ async def test_the_cut_gap_waits_for_the_tail_to_grow_again(
 
 
 async def test_simulate_prints_the_step_trees(tmp_path: Path) -> None:
-    from history.trace import simulate
+    from history._trace import simulate
 
     lines = [json.dumps(_record(m)).encode() for m in chat(4) + chat(4, start=6)]
     settings = HistorySettings(summarizer="scripted", line=96, tail=(100, 300), kept=1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from history.store.queries import QUERIES
+from history.store._queries import QUERIES
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,8 +20,8 @@ import pytest
 from history import History
 from history.errors import StoreError
 from history.store import Store
-from history.store.claims import ClaimLapsedError, Claims
-from history.store.sql import SQLStore
+from history.store._claims import ClaimLapsedError, Claims
+from history.store._sql import SQLStore
 
 from ..conftest import message
 from ..leasing import leased

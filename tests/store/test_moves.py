@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from history.viewer.timeline import chart, timeline
+from history.viewer._timeline import chart, timeline
 
 from ..conftest import Opener, exchange
 

@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 
 from history.contract import Message
-from history.store import open_store, rows
-from history.store.queries import QUERIES
+from history.store import _rows as rows
+from history.store import open_store
+from history.store._queries import QUERIES
 
 from ..stores import postgres_schema
 from .planned import PLANNED, Planned

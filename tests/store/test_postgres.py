@@ -10,13 +10,14 @@ from typing import Any
 import anyio
 import pytest
 
-from history import History, HistorySettings, StoreError, lane
+from history import History, HistorySettings, StoreError
+from history import _lane as lane
+from history._lane import Lane, Lanes
+from history._trace import simulate, snapshot
 from history.contract import Ask
-from history.lane import Lane, Lanes
 from history.store import open_store
-from history.store.migrations import MIGRATIONS
+from history.store._migrations import MIGRATIONS
 from history.store.postgres import PostgresStore
-from history.trace import simulate, snapshot
 
 from ..conftest import message
 from ..stores import postgres_schema, postgres_server, postgres_sql

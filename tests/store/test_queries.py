@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from history.store.queries import QUERIES, compile_named, load, parse
+from history.store._queries import QUERIES, compile_named, load, parse
 
 
 def test_a_name_becomes_each_dialects_numbered_placeholder_once() -> None:

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from history import History, HistorySettings, search, view, zoom
-from history.store.adapter import Transaction
+from history.store._adapter import Transaction
 from history.store.sqlite import SQLiteStore
 
 from ..conftest import exchange

@@ -14,13 +14,14 @@ from typing import Any
 import anyio
 import pytest
 
-from history import History, HistorySettings, lane
+from history import History, HistorySettings
+from history import _lane as lane
+from history._trace import snapshot
 from history.contract import Ask, Message, Outline, Stored, Summary
 from history.errors import StoreError
 from history.store import Store
-from history.store.changes import Change
+from history.store._changes import Change
 from history.store.sqlite import SQLiteStore
-from history.trace import snapshot
 
 from ..conftest import exchange, message
 from ..stores import run_sql

@@ -15,7 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import pytest
 
-from history.store import migrations, open_store
+from history.store import _migrations as migrations
+from history.store import open_store
 
 from ..stores import postgres_sql, store_url
 

@@ -17,15 +17,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from history import ConfigurationError, History, HistorySettings, Summary
+from history._languages import SIMPLE, languages
 from history.contract import Stored
-from history.languages import SIMPLE, languages
 from history.lines import line_of
 from history.rebuilding import rebuild
-from history.store import Store, migrations, open_store
-from history.store import rows as store_rows
-from history.store.queries import QUERIES as STATEMENTS
-from history.store.search import indexing, ranking, terms
-from history.store.search.rows import message_search_row
+from history.store import Store, open_store
+from history.store import _migrations as migrations
+from history.store import _rows as store_rows
+from history.store._queries import QUERIES as STATEMENTS
+from history.store._search import indexing, ranking, terms
+from history.store._search.rows import message_search_row
 
 from ..chats import SMALL, ingest, long_chat
 from ..conftest import START, exchange, message

@@ -13,7 +13,7 @@ import pytest
 from history.agent.lookup import search
 from history.contract import Reply, Task
 from history.store import open_store
-from history.store.search import indexing
+from history.store._search import indexing
 
 from ..conftest import Opener, exchange, message
 from ..stores import run_sql

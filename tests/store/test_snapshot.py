@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from history import History, HistorySettings, prompt_text, view
-from history.generated import Generation
+from history._generated import Generation
 from history.store import open_store
 from history.store.sqlite import SQLiteStore
 

@@ -13,8 +13,9 @@ import pytest
 
 from history import ClosedError, ConflictError, File, HistorySettings, Message, StoreError, Summary
 from history.contract import Ask, Entry, Hit, Stored
-from history.store import Store, migrations, open_store
-from history.store.records import ThreadRecords
+from history.store import Store, open_store
+from history.store import _migrations as migrations
+from history.store._records import ThreadRecords
 
 from ..chats import SMALL, Fickle, ingest, long_chat, trace, without_epoch
 from ..conftest import START, message

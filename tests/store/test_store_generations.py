@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from history.generated import Generation, Name
-from history.store import Store, changes
-from history.store.records import ThreadRecords
+from history._generated import Generation, Name
+from history.store import Store
+from history.store import _changes as changes
+from history.store._records import ThreadRecords
 
 from ..conftest import message
 from .test_store import ask, leaf

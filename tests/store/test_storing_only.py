@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from history import ConfigurationError, History, HistorySettings
-from history.worker import serve
+from history._worker import serve
 
 from ..conftest import message
 

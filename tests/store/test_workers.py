@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from history import Counters, Echo, History, Reply, Task
-from history.worker import serve
+from history._worker import serve
 
 from ..stores import postgres_schema
 from ..workers import (
