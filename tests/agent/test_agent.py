@@ -47,6 +47,7 @@ def sent_form(messages: Sequence[ModelMessage]) -> list[tuple[object, ...]]:
     return out
 
 
+@pytest.mark.slow
 async def test_the_model_sees_exactly_the_view_and_the_run_is_recorded(
     open_history: Opener,
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic_ai.messages import (
@@ -59,6 +60,7 @@ def piece(draw: st.DrawFn) -> ModelMessage:
     return ModelResponse(parts=[TextPart(content=f"a{n}")], timestamp=at, provider_name=provider)
 
 
+@pytest.mark.slow
 @given(st.lists(piece(), max_size=30))
 def test_runs_merged_once_are_what_merging_each_pair_makes(pieces: list[ModelMessage]) -> None:
     assert merged(pieces) == pairwise(pieces)

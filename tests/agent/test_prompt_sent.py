@@ -42,6 +42,7 @@ def prompt(capsys: pytest.CaptureFixture[str], db: Path, *argv: str) -> tuple[di
     return shown, err
 
 
+@pytest.mark.slow
 def test_prompt_is_what_the_capability_sends_the_demos_agent(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -65,6 +66,7 @@ def test_prompt_is_what_the_capability_sends_the_demos_agent(
     assert shown["tokens"] == tokens(prompt_text(history), DEMO_SETTINGS.encoding) > 2_000
 
 
+@pytest.mark.slow
 def test_the_model_report_is_the_request_that_provider_gets(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

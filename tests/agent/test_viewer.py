@@ -80,6 +80,7 @@ def test_every_route_answers_with_its_policy(client: TestClient) -> None:
     assert [f.name for f in static.iterdir() if f.name.endswith(".js")] == ["viewer.js"]
 
 
+@pytest.mark.slow
 def test_nothing_writes_and_every_other_method_is_refused(client: TestClient, demo: Path) -> None:
     before = hashlib.sha256(demo.read_bytes()).hexdigest()
     for route in routes(THREAD):

@@ -168,6 +168,7 @@ UNINDEXED = {
 """How to take a database back to before search."""
 
 
+@pytest.mark.slow
 async def test_an_older_database_is_indexed_when_opened(
     open_history: Opener, database: str
 ) -> None:

@@ -55,6 +55,7 @@ async def test_the_lag_monitor_sees_the_event_loop_held() -> None:
     assert monitor.worst >= 0.04
 
 
+@pytest.mark.slow
 def test_full_collections_are_timed_and_the_objects_they_walk_counted() -> None:
     with readers.Collections() as collections:
         kept = [[n] for n in range(200_000)]  # tracked objects for the collection to walk

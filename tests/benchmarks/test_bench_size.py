@@ -48,6 +48,7 @@ async def test_the_size_section_gives_each_table_per_byte_of_input(tmp_path: Pat
     assert size.target(found).met is (one.ratio <= size.LIMIT)
 
 
+@pytest.mark.slow
 async def test_recorded_calls_are_a_fraction_of_their_prompts_and_read_back_whole(
     database: str,
 ) -> None:

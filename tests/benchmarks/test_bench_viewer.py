@@ -14,6 +14,7 @@ from benchmarks import scale, viewer
 from history import HistorySettings
 
 
+@pytest.mark.slow
 def test_a_quick_run_times_the_page_and_each_level_beside_show_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -202,6 +202,7 @@ def test_ingest_and_load_read_standard_input(
     assert a["threads"] == b["threads"]
 
 
+@pytest.mark.slow
 def test_the_store_variable_names_the_store_of_every_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -280,6 +281,7 @@ def test_prompt_shows_the_view_of_the_threads_only_agent(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "where"),
     [

@@ -28,6 +28,7 @@ def test_simulate_cuts_at_a_pause_past_cold_and_not_without_it(
     assert code == 0 and json.loads(late) == json.loads(warm)  # no pause is past two hours
 
 
+@pytest.mark.slow
 def test_demo_records_cold_with_the_threads_settings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

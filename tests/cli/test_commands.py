@@ -198,6 +198,7 @@ def test_prompt_reads_without_processing(db: Path, capsys: pytest.CaptureFixture
     assert run(capsys, "threads", "--db", db)[1] == before
 
 
+@pytest.mark.slow
 def test_the_demo_runs_offline_and_shows_a_deep_tree_an_outline_and_the_prompt(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -211,6 +212,7 @@ def test_the_demo_runs_offline_and_shows_a_deep_tree_an_outline_and_the_prompt(
     assert "what north is sent now" in out and "0+128|Maya → north:" in out
 
 
+@pytest.mark.slow
 def test_the_demo_into_a_named_store_keeps_it_and_a_rerun_changes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -83,6 +83,7 @@ def test_rebuild_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert bigger["dry_run"] is True
 
 
+@pytest.mark.slow
 def test_demo_json_is_show_and_prompt_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -33,6 +33,7 @@ class Broken:
         raise RuntimeError("always down")
 
 
+@pytest.mark.slow
 async def test_fallback_lines_are_marked_and_carried_by_export_and_load(
     database: str,
 ) -> None:
@@ -148,6 +149,7 @@ class Flaky:
             self.flying -= 1
 
 
+@pytest.mark.slow
 async def test_the_breaker_opens_after_a_run_of_failures_probes_one_at_a_time_and_closes(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,6 +129,7 @@ class OnceDown:
         return await Scripted().reply(task, prompts, answers)
 
 
+@pytest.mark.slow
 async def test_a_failed_batch_commits_nothing_and_is_retried_when_asked(
     open_history: Opener,
 ) -> None:

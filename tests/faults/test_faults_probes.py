@@ -51,6 +51,7 @@ DATA = ROOT / "tests" / "data"
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_an_erase_from_another_process_leaves_the_apps_thread_running(database: str) -> None:
     settings = HistorySettings(summarizer="echo", tail=(2, 4), kept=1)
     async with History(settings, store=database, pause=0.0) as history:
@@ -293,6 +294,7 @@ def test_a_name_past_the_limit_is_refused_naming_its_field(field: str) -> None:
     assert refused.value.field == field
 
 
+@pytest.mark.slow
 async def test_names_at_the_limit_are_stored_processed_and_carried_on_every_store(
     database: str, tmp_path: Path
 ) -> None:
@@ -425,6 +427,7 @@ class Huge:
         return Reply(text=word * ((1_000_000 - 1_000 * len(prompts)) // len(word)))
 
 
+@pytest.mark.slow
 async def test_a_model_answering_megabytes_is_recorded_bounded_and_replays_exactly(
     database: str,
 ) -> None:

@@ -322,6 +322,7 @@ async def test_the_prompt_of_a_budgets_settings_stays_within_it(tmp_path: Path) 
     assert depth >= 3  # it folded, and folded again
 
 
+@pytest.mark.slow
 def test_the_budget_option_stands_for_the_settings_of_its_budget_and_others_beside_it_win(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

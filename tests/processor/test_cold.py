@@ -53,6 +53,7 @@ async def test_a_cold_turn_waits_for_its_cut_and_is_sent_it(
     assert boundary == (0 if cold is None else 13)  # down to tail[0]: the prompt and 3 more
 
 
+@pytest.mark.slow
 async def test_a_cold_cut_that_misses_the_wait_is_held_until_the_next_cold_turn(
     open_history: Opener,
 ) -> None:

@@ -43,6 +43,7 @@ class Broken:
         raise RuntimeError("always down")
 
 
+@pytest.mark.slow
 async def test_a_dry_run_counts_exactly_the_calls_the_run_makes(
     open_history: Opener, database: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -33,6 +33,7 @@ async def _changed(run_history: History) -> None:
     await run_history.reconsolidate("t", "0+16", summarizer=Counting(), depth=3)
 
 
+@pytest.mark.slow
 async def test_export_and_load_carry_names_and_every_generation(
     open_history: Opener, database: str, tmp_path: object
 ) -> None:
@@ -64,6 +65,7 @@ async def test_export_and_load_carry_names_and_every_generation(
     assert hits and all(not ANA.search(h.text) for h in hits if h.message is None)
 
 
+@pytest.mark.slow
 async def test_a_rebuild_keeps_every_generation_with_no_model_call(open_history: Opener) -> None:
     async with open_history(**SETTINGS) as run:
         await run.send(*exchange(texts(40)))
@@ -78,6 +80,7 @@ async def test_a_rebuild_keeps_every_generation_with_no_model_call(open_history:
     assert kept == generations and after == before
 
 
+@pytest.mark.slow
 async def test_a_change_made_from_an_outline_that_moved_or_was_erased_writes_nothing(
     open_history: Opener, database: str
 ) -> None:
@@ -96,6 +99,7 @@ async def test_a_change_made_from_an_outline_that_moved_or_was_erased_writes_not
         assert await store.generations("t") == [] and await store.shown("t") == (0, 0)
 
 
+@pytest.mark.slow
 async def test_a_rename_racing_with_processing_loses_no_line(
     open_history: Opener, tmp_path: Path
 ) -> None:

@@ -130,6 +130,7 @@ async def test_redelivery_changes_nothing_and_other_content_is_refused(
         assert [t.id for t in outline.tail] == ["t-0"]
 
 
+@pytest.mark.slow
 async def test_concurrent_deliveries_get_contiguous_seqs_in_arrival_order(
     open_history: Opener, database: str
 ) -> None:

@@ -33,6 +33,7 @@ def test_a_name_is_replaced_only_where_it_stands_as_a_whole_word() -> None:
     assert whole_words("Ana Lima and Ana", {"Ana": "X", "Ana Lima": "Y"}) == "Y and X"
 
 
+@pytest.mark.slow
 async def test_a_rename_rewrites_every_line_without_a_model_call(
     open_history: Opener, database: str
 ) -> None:
@@ -61,6 +62,7 @@ async def test_a_rename_rewrites_every_line_without_a_model_call(
     assert hits and all("Ana" not in re.findall(r"\w+", h.text) for h in hits)
 
 
+@pytest.mark.slow
 async def test_a_rename_is_refused_with_nothing_changed(
     open_history: Opener, database: str
 ) -> None:
@@ -141,6 +143,7 @@ async def test_now_shows_a_rename_at_once(open_history: Opener) -> None:
     assert "Ann → north" in head and "Ana → north" not in head
 
 
+@pytest.mark.slow
 async def test_a_rename_of_many_lines_asks_the_model_nothing(open_history: Opener) -> None:
     from benchmarks.rename import Counting, messages
 

@@ -67,6 +67,7 @@ def blocks(sent: list[ModelMessage]) -> list[str]:
     return [text for text in texts if not text.startswith("s")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_lines", [4, None], ids=["4 lines", "by size"])
 async def test_each_turn_starts_with_the_last_until_a_cut_or_a_fold(
     open_history: Opener, block_lines: int | None

@@ -51,6 +51,7 @@ def state(outline: Outline | None) -> Outline:
     return replace(outline, epoch="", version=0)
 
 
+@pytest.mark.slow
 async def test_taking_back_a_turn_leaves_the_thread_as_if_it_was_never_sent(
     open_history: Opener, database: str, tmp_path: Path
 ) -> None:
@@ -253,6 +254,7 @@ async def test_whatever_is_taken_back_is_as_if_never_sent_or_refused(
     assert taken >= 2 and refused >= 2, (taken, refused)
 
 
+@pytest.mark.slow
 async def test_a_tool_step_taken_back_leaves_its_agents_steps_and_search(
     open_history: Opener, database: str
 ) -> None:

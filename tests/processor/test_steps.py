@@ -208,6 +208,7 @@ async def test_simulate_prints_the_step_trees(tmp_path: Path) -> None:
     assert v1["steps"] == [] and v1["outlines"][0]["steps"] == {}
 
 
+@pytest.mark.slow
 async def test_step_trees_are_carried_and_rebuilt_identically(
     database: str, tmp_path: Path
 ) -> None:
@@ -369,6 +370,7 @@ async def test_a_mark_ends_the_shared_outline_when_a_step_outline_follows(
     assert outlines == ["compaction", "mark", "compaction", "compaction", "mark"]
 
 
+@pytest.mark.slow
 async def test_an_agent_finds_an_early_tool_result_by_search_and_zoom(
     database: str, tmp_path: Path
 ) -> None:

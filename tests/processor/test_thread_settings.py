@@ -24,6 +24,7 @@ async def build(database: str) -> None:
             await history.message_created(message(k, f"point {k} of the plan"))
 
 
+@pytest.mark.slow
 async def test_a_history_with_other_settings_refuses_the_thread_at_once(database: str) -> None:
     await build(database)
     async with History(DEFAULTS, store=database, process=False) as storing:

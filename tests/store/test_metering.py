@@ -95,6 +95,7 @@ async def test_usage_sums_the_recorded_calls_per_thread_and_prices_them(tmp_path
         await store.close()
 
 
+@pytest.mark.slow
 async def test_the_store_counts_calls_per_model_and_fallback_lines_in_one_read(
     database: str,
 ) -> None:

@@ -158,6 +158,7 @@ async def test_messages_handed_over_one_by_one_are_committed_together(
     assert store.commits == [*range(4, len(MESSAGES) - 1, 5), len(MESSAGES) - 1]
 
 
+@pytest.mark.slow
 async def test_a_quiet_thread_commits_what_waits_after_a_moment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,6 +297,7 @@ async def test_a_fold_reads_the_parents_it_weighs_at_once(
     assert 0 < store.nodes_reads < 20 and store.node_reads + store.nodes_reads < 80
 
 
+@pytest.mark.slow
 async def test_the_log_is_copied_into_the_file_at_ten_thousand_pages(tmp_path: Path) -> None:
     # SQLite's default copies it at 1,000 pages (4 MiB): a page that many commits change
     # (a common word's postings) was copied once every few commits instead of once for all.

@@ -127,6 +127,7 @@ CATALOGS: dict[str, Callable[[str], Catalog]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(CATALOGS))
 def test_a_new_store_made_from_the_schema_is_what_the_steps_make(kind: str, tmp_path: Path) -> None:
     with store_url(kind, tmp_path) as by_steps, store_url(kind, tmp_path) as by_schema:

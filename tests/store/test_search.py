@@ -45,6 +45,7 @@ async def test_words_are_found_by_their_stems(store: Store) -> None:
     assert (await store.search("t", "submitting", 1))[0].message == "t-2"
 
 
+@pytest.mark.slow
 @given(st.text(alphabet=st.sampled_from("ab1 2st_Éé\u0301ǅ٣nd-rdTH\u00b2→Å\u212bİ한")) | st.text())
 @example("The 1st café opened on the 22ND, the ٣rd and ²nd are odd: ǅemal_4th.")
 @example("plans → dates — “quotes” and 🙂, no accent")  # NFC and NFD already: only split
@@ -58,6 +59,7 @@ def test_words_are_folded_alike_whatever_the_text(text: str) -> None:
     assert terms.words(text) == [terms._ordinal(w) for w in terms._WORD.findall(folded)]
 
 
+@pytest.mark.slow
 @given(
     st.text(alphabet=st.sampled_from("ab 1st→é")),
     st.datetimes(max_value=datetime(9000, 1, 1), timezones=st.timezones()),
@@ -176,6 +178,7 @@ async def test_an_agent_search_finds_the_shared_rows_too(store: Store) -> None:
     assert [h.agent for h in await store.search("t", "venue", 10, agent="north")] == [""]
 
 
+@pytest.mark.slow
 async def test_the_language_is_the_stores_and_another_indexes_again(database: str) -> None:
     async with opened(database) as store:
         await processed(store, message(0, "I was researching"))
@@ -289,6 +292,7 @@ async def found(store: Store) -> set[str | None]:
     return {h.message for h in await store.search("t", "venue", 20) if h.terms}
 
 
+@pytest.mark.slow
 async def test_a_message_is_indexed_by_the_commit_that_processes_it_once(database: str) -> None:
     settings = HistorySettings(summarizer="scripted", tail=(4_000, 8_000))
     chat = exchange([f"the venue {k}" for k in range(6)])
@@ -318,6 +322,7 @@ def unposted(database: str) -> int:
     return int(run_sql(database, "SELECT count(*) FROM search WHERE NOT posted")[0][0])
 
 
+@pytest.mark.slow
 async def test_lines_are_posted_with_the_messages(database: str) -> None:
     # A line is a few dozen words: the lines written as messages leave the tail wait for the
     # next batch of messages' postings instead of starting batches of their own, and are
@@ -363,6 +368,7 @@ def test_a_batch_of_postings_grows_with_its_thread_up_to_a_bound() -> None:
     assert indexing.due(1_000, 3, indexing.POSTED_TERMS)  # long messages: the words bound them
 
 
+@pytest.mark.slow
 async def test_a_commit_writes_the_postings_when_due_for_its_threads_length(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -384,6 +390,7 @@ async def test_a_commit_writes_the_postings_when_due_for_its_threads_length(
     assert batches[0] == 4 and batches[-1] > 10
 
 
+@pytest.mark.slow
 async def test_long_messages_are_posted_before_a_batch_of_them_waits(database: str) -> None:
     settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
     long = " ".join(f"w{k}" for k in range(indexing.POSTED_TERMS // 8))  # 8 reach the bound
@@ -401,6 +408,7 @@ async def test_long_messages_are_posted_before_a_batch_of_them_waits(database: s
     assert (first[0].message, last[0].message) == ("t-0", "t-18")  # one posted, one waiting
 
 
+@pytest.mark.slow
 async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database: str) -> None:
     settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
     topics = ["venue", "budget", "flight", "hotel", "menu"]
@@ -486,6 +494,7 @@ def test_a_store_whose_triggers_wrote_the_postings_is_upgraded_and_searched(
     assert unposted(str(path)) == 0
 
 
+@pytest.mark.slow
 async def test_a_store_indexed_before_its_terms_were_numbered_is_indexed_again_as_it_opens(
     database: str,
 ) -> None:
@@ -514,6 +523,7 @@ async def test_a_store_indexed_before_its_terms_were_numbered_is_indexed_again_a
     assert {"venu", "lunch", "noon"} <= {stem for (stem,) in stems}
 
 
+@pytest.mark.slow
 async def test_a_threads_corpus_size_is_kept_as_its_rows_come_and_go(database: str) -> None:
     # What ranking weighs against is read from counts the triggers keep, not by counting.
     settings = HistorySettings(summarizer="scripted", **SMALL)

@@ -72,6 +72,7 @@ async def made_again(database: str) -> tuple[int, list[tuple[object, ...]]]:
     return await anyio.to_thread.run_sync(index, database)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("posted_at_once")
 async def test_lines_asked_again_keep_only_their_new_words(
     open_history: Opener, database: str
@@ -88,6 +89,7 @@ async def test_lines_asked_again_keep_only_their_new_words(
     assert await anyio.to_thread.run_sync(postings, database, "zeppelin") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("posted_at_once")
 async def test_a_renamed_author_is_found_by_the_new_name_only(
     open_history: Opener, database: str
@@ -103,6 +105,7 @@ async def test_a_renamed_author_is_found_by_the_new_name_only(
     assert await anyio.to_thread.run_sync(postings, database, "zed") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("posted_at_once")
 async def test_a_message_taken_back_leaves_no_postings(open_history: Opener, database: str) -> None:
     chat = exchange([f"point {k} " * 6 for k in range(2)])

@@ -37,6 +37,7 @@ async def _fill(where: str | Path) -> None:
         await history.message_created(message(43, "a late one"))
 
 
+@pytest.mark.slow
 async def test_a_snapshot_is_the_outline_its_nodes_the_tail_its_forms_and_title(
     database: str,
 ) -> None:
@@ -75,6 +76,7 @@ async def test_a_snapshot_is_the_outline_its_nodes_the_tail_its_forms_and_title(
         await store.close()
 
 
+@pytest.mark.slow
 async def test_a_snapshot_carries_the_names_and_the_generations_its_nodes_show(
     database: str,
 ) -> None:
