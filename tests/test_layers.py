@@ -217,3 +217,53 @@ def test_reaching_into_a_private_name_is_found(tmp_path: Path) -> None:
     path = tmp_path / "probe.py"
     path.write_text("from .lines import _private\nfrom . import _checks\n")
     assert private_names("history.probe", path) == {"history.lines._private"}
+
+
+PUBLIC = {
+    # what `history/__init__` exports from, and the packages that hold it
+    "history",
+    "history.agent",
+    "history.agent.capability",
+    "history.agent.lookup",
+    "history.agent.prompt",
+    "history.agent.rendering",
+    "history.breaker",
+    "history.carry",
+    "history.contract",
+    "history.errors",
+    "history.metering",
+    "history.pins",
+    "history.plugin",
+    "history.rebuilding",
+    "history.reconsolidating",
+    "history.settings",
+    "history.store",
+    "history.summarizer",
+    # what the docs and examples tell users to import
+    "history.lines",
+    "history.processing",
+    "history.processors",
+    "history.processors.compact",
+    "history.processors.summarize",
+    "history.processors.weight",
+    "history.agent.steps",
+    "history.agent.providers",
+    "history.agent.caching",
+    "history.store.sqlite",
+    "history.store.postgres",
+    # the packages of the command line, reading files and the viewer (their modules private)
+    "history.cli",
+    "history.ingest",
+    "history.viewer",
+}
+"""The modules users may import. Every other module's name starts with an underscore."""
+
+
+def test_a_module_is_public_only_when_users_import_it() -> None:
+    public = {
+        name for name in modules() if not any(part.startswith("_") for part in name.split("."))
+    }
+    assert public == PUBLIC, (
+        f"public but not in PUBLIC: {sorted(public - PUBLIC)}; "
+        f"in PUBLIC but private or gone: {sorted(PUBLIC - public)}"
+    )
