@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from .contract import NodeKey
+
 Form = Literal["line", "join", "model"]
 """How a node's text was made: `line`, a message's line rendered whole; `join`, its children's
 texts joined; `model`, written by the summarizer (docs/generations.md, section 1)."""
@@ -32,8 +34,8 @@ class Generation:
     """The number of the thread's change that wrote it (1, 2, ...)."""
 
     @property
-    def key(self) -> tuple[str, int, int]:
-        return (self.agent, self.level, self.index)
+    def key(self) -> NodeKey:
+        return NodeKey(self.agent, self.level, self.index)
 
 
 @dataclass(frozen=True, kw_only=True)

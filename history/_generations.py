@@ -14,14 +14,11 @@ from dataclasses import dataclass, replace
 
 from ._generated import Form, Generation
 from ._names import Display, display, named_line, whole_word, whole_words
-from .contract import Hit, Message, Snapshot, Stored, Summary
+from .contract import Hit, Message, NodeKey, Snapshot, Stored, Summary
 from .lines import line_of, size
 from .store import Store
 from .store import _changes as changes
 from .store._records import ThreadRecords
-
-Key = tuple[str, int, int]
-"""A node's key in its thread: `(agent, level, index)`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,13 +40,13 @@ def first_form(node: Summary, message: Message | None) -> Form:
     return "join" if "\n" in node.text else "model"
 
 
-def key_of(node: Summary | Generation) -> Key:
-    return (node.agent, node.level, node.index)
+def key_of(node: Summary | Generation) -> NodeKey:
+    return NodeKey(node.agent, node.level, node.index)
 
 
-def children(key: Key) -> tuple[Key, Key]:
+def children(key: NodeKey) -> tuple[NodeKey, NodeKey]:
     agent, level, index = key
-    return (agent, level - 1, 2 * index), (agent, level - 1, 2 * index + 1)
+    return NodeKey(agent, level - 1, 2 * index), NodeKey(agent, level - 1, 2 * index + 1)
 
 
 class Tree:
@@ -61,17 +58,17 @@ class Tree:
         generations: Iterable[Generation],
         messages: Mapping[str, Message],
     ) -> None:
-        self.nodes: dict[Key, Summary] = {key_of(n): n for n in nodes}
-        self.later: dict[Key, list[Generation]] = {}
+        self.nodes: dict[NodeKey, Summary] = {key_of(n): n for n in nodes}
+        self.later: dict[NodeKey, list[Generation]] = {}
         for g in sorted(generations, key=lambda g: g.generation):
             self.later.setdefault(g.key, []).append(g)
         self.messages = messages
 
-    def message(self, key: Key) -> Message | None:
+    def message(self, key: NodeKey) -> Message | None:
         found = self.nodes[key].message
         return None if found is None else self.messages.get(found)
 
-    def text(self, key: Key, generation: int | None = None) -> Text | None:
+    def text(self, key: NodeKey, generation: int | None = None) -> Text | None:
         """The node's generation `generation` (None: its current one); None if it has none."""
         node, later = self.nodes[key], self.later.get(key, [])
         if later and (generation is None or generation > 0):
@@ -89,12 +86,12 @@ class Tree:
         form = first_form(node, self.message(key))
         return Text(generation=0, text=node.text, form=form, fallback=node.fallback)
 
-    def current(self, key: Key) -> Text:
+    def current(self, key: NodeKey) -> Text:
         found = self.text(key)
         assert found is not None
         return found
 
-    def numbers(self, key: Key) -> list[int]:
+    def numbers(self, key: NodeKey) -> list[int]:
         return [0, *(g.generation for g in self.later.get(key, []))]
 
 
@@ -112,7 +109,7 @@ def renamed(tree: Tree, thread: str, names: Display, old: str, new: str) -> list
 def _rewritten(
     tree: Tree,
     thread: str,
-    keys: Sequence[Key],
+    keys: Sequence[NodeKey],
     names: Display,
     model: Callable[[str], str],
     *,
@@ -121,7 +118,7 @@ def _rewritten(
     """The generations that bring `keys` (lowest levels first) under `names`; `first`: from
     their generation 0 (new nodes), else from their current texts."""
     made: list[Generation] = []
-    texts: dict[Key, str] = {}
+    texts: dict[NodeKey, str] = {}
     for key in keys:
         now = tree.text(key, 0) if first else tree.current(key)
         assert now is not None
@@ -141,7 +138,7 @@ def _rewritten(
 
 
 def next_generation(
-    tree: Tree, thread: str, key: Key, text: str, form: Form, fallback: bool
+    tree: Tree, thread: str, key: NodeKey, text: str, form: Form, fallback: bool
 ) -> Generation:
     """The node's next generation, with `text`."""
     agent, level, index = key
@@ -180,7 +177,7 @@ def overlay(
     at the latest (what the outline an agent is sent shows)."""
     if not generations:
         return list(nodes)
-    newest: dict[Key, Generation] = {}
+    newest: dict[NodeKey, Generation] = {}
     for g in sorted(generations, key=lambda g: g.generation):
         if upto is None or g.made <= upto:
             newest[g.key] = g
@@ -220,7 +217,7 @@ def current_snapshot(snapshot: Snapshot) -> Snapshot:
     )
 
 
-def current_numbers(snapshot: Snapshot) -> dict[Key, int]:
+def current_numbers(snapshot: Snapshot) -> dict[NodeKey, int]:
     """The number of each node's current generation in a snapshot of a whole tree (those with
     generation 0 left out)."""
     return {g.key: g.generation for g in sorted(snapshot.generations, key=lambda g: g.generation)}
@@ -231,7 +228,7 @@ MANY = 1_000
 
 
 async def _later(
-    store: Store, thread: str, nodes: Sequence[Summary | Hit | Key]
+    store: Store, thread: str, nodes: Sequence[Summary | Hit | NodeKey]
 ) -> list[Generation]:
     """The newest generation of each of `nodes`; every generation of the thread when they are
     many."""
@@ -257,10 +254,10 @@ async def current_hits(store: Store, thread: str, hits: Sequence[Hit]) -> list[H
     made, _ = await store.shown(thread)
     if not made:
         return list(hits)
-    newest: dict[Key, Generation] = {}
+    newest: dict[NodeKey, Generation] = {}
     for g in await _later(store, thread, [h for h in hits if h.message is None]):
         newest[g.key] = g
-    return [_hit(h, newest.get((h.agent, h.level, h.index))) for h in hits]
+    return [_hit(h, newest.get(NodeKey(h.agent, h.level, h.index))) for h in hits]
 
 
 def _hit(hit: Hit, generation: Generation | None) -> Hit:
@@ -272,7 +269,7 @@ def _hit(hit: Hit, generation: Generation | None) -> Hit:
 
 async def numbered(
     store: Store, thread: str, nodes: Sequence[Summary]
-) -> tuple[list[Summary], dict[Key, int]]:
+) -> tuple[list[Summary], dict[NodeKey, int]]:
     """The nodes with their current texts, and the number of each one's current generation
     (those with generation 0 left out)."""
     made, _ = await store.shown(thread)

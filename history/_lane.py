@@ -35,10 +35,10 @@ from anyio.abc import TaskGroup
 from ._generations import named_change
 from ._names import Display, display
 from ._spaces import space_of
-from .contract import Ask, Outline, Stored, Summary, Task
+from .contract import Ask, NodeKey, Outline, Stored, Summary, Task
 from .errors import ConfigurationError, StoreError
 from .pins import as_recorded
-from .processing import MessageReader, NodeKey, Vanished
+from .processing import MessageReader, Vanished
 from .processors.compact import compact
 from .processors.summarize import Nodes, boundaries
 from .settings import HistorySettings, recorded

@@ -7,11 +7,13 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._checks import name_text, optional_text, required_text, text, wrong
-from ._generated import Generation, Name
 from .errors import InputError
+
+if TYPE_CHECKING:
+    from ._generated import Generation, Name
 
 FileKind = Literal["image", "text", "pdf", "other"]
 Outcome = Literal["fit", "cut", "fallback"]
@@ -152,6 +154,15 @@ class Message:
             step=False if step is None else step,
             files=tuple(File.from_json(f) for f in files or ()),
         )
+
+
+class NodeKey(NamedTuple):
+    """A node's key in its thread."""
+
+    agent: str
+    """`""` for the shared tree; the agent whose step tree holds it otherwise."""
+    level: int
+    index: int  # type: ignore[assignment]  # the node's index, in place of tuple.index
 
 
 class Entry(NamedTuple):

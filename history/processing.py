@@ -11,19 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from .contract import Ask, Stored, Summary, Task
-
-
-class NodeKey(NamedTuple):
-    """A node's key in its thread."""
-
-    agent: str
-    """`""` for the shared tree; the agent whose step tree holds it otherwise."""
-    level: int
-    index: int  # type: ignore[assignment]  # the node's index, in place of tuple.index
-
 
 LineWriter = Callable[[Task], Awaitable[Ask]]
 """Writes the line for a task: asks the summarizer, retries, cuts; the finished conversation."""

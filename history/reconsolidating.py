@@ -12,9 +12,9 @@ from typing import Literal, NotRequired, TypedDict, Unpack
 import anyio
 
 from ._generated import Generation
-from ._generations import Key, Tree, children, current, next_generation, tree
+from ._generations import Tree, children, current, next_generation, tree
 from ._names import Display, display, named_line
-from .contract import Ask, Outline, Reply, Task
+from .contract import Ask, NodeKey, Outline, Reply, Task
 from .errors import ConflictError, InputError, SummarizerError
 from .lines import label, size
 from .pins import model_key
@@ -108,26 +108,26 @@ class _Asking:
             return reply
 
 
-def parse_label(thread: str, text: str) -> Key:
+def parse_label(thread: str, text: str) -> NodeKey:
     """A shared node's key from its label `"{first}+{count}"`; an InputError otherwise."""
     first, plus, count = text.strip().partition("+")
     ok = plus and first.isdigit() and count.isdigit() and int(count) > 0
     if not ok or int(count) & (int(count) - 1) or int(first) % int(count):
         raise InputError(f"{text!r} is not a label of thread {thread!r}, like '0+4'", field="label")
     n = int(count)
-    return ("", n.bit_length() - 1, int(first) // n)
+    return NodeKey("", n.bit_length() - 1, int(first) // n)
 
 
 def targets(
     found: Tree, outline: Outline, label_: str | None, *, depth: int, fallbacks: bool
-) -> list[Key]:
+) -> list[NodeKey]:
     """The nodes a re-summary does, lowest level first (section 4.1)."""
     if fallbacks:
-        chosen = {k for k in found.nodes if not k[0] and found.current(k).fallback}
+        chosen = {k for k in found.nodes if not k.agent and found.current(k).fallback}
         for agent, level, index in list(chosen):
-            while (up := (agent, level + 1, index // 2)) in found.nodes:
+            while (up := NodeKey(agent, level + 1, index // 2)) in found.nodes:
                 chosen.add(up)
-                level, index = up[1], up[2]
+                level, index = up.level, up.index
         return sorted(chosen, key=_order)
     if label_ is not None:
         key = parse_label(outline.thread, label_)
@@ -135,26 +135,26 @@ def targets(
             raise InputError(f"no line {label_!r} in thread {outline.thread!r}", field="label")
         tops = [key]
     else:
-        tops = [("", level, index) for level, index, _, _ in outline.lines]
+        tops = [NodeKey("", line.level, line.index) for line in outline.lines]
     chosen = set()
     for agent, level, index in tops:
         for d in range(min(depth, level + 1)):
             span = 2**d
             for i in range(index * span, (index + 1) * span):
-                if (agent, level - d, i) in found.nodes:
-                    chosen.add((agent, level - d, i))
+                if (key := NodeKey(agent, level - d, i)) in found.nodes:
+                    chosen.add(key)
     return sorted(chosen, key=_order)
 
 
-def _order(key: Key) -> tuple[int, int]:
-    return (key[1], key[2])
+def _order(key: NodeKey) -> tuple[int, int]:
+    return (key.level, key.index)
 
 
-def decide(found: Tree, keys: Sequence[Key], names: Display, limit: int) -> dict[Key, Does]:
+def decide(found: Tree, keys: Sequence[NodeKey], names: Display, limit: int) -> dict[NodeKey, Does]:
     """What each node does, from the texts as they stand before any call."""
-    does: dict[Key, Does] = {}
+    does: dict[NodeKey, Does] = {}
     for key in keys:
-        if key[1] == 0:
+        if key.level == 0:
             message = found.message(key)
             fits = message is not None and size(named_line(message, names)) <= limit
             does[key] = "verbatim" if fits else "ask"
@@ -203,7 +203,7 @@ async def reconsolidate(
         names = display(await store.names(thread), thread)
         keys = targets(found, outline, label_, depth=depth, fallbacks=fallbacks)
         does = decide(found, keys, names, settings.line)
-        asked = tuple(label(k[1], k[2]) for k in keys if does[k] == "ask")
+        asked = tuple(label(k.level, k.index) for k in keys if does[k] == "ask")
         if options.get("dry_run", False):
             return Resummary(thread=thread, calls=len(asked), asked=asked)
         made, asks = await _write(found, thread, keys, does, names, run)
@@ -222,21 +222,21 @@ async def reconsolidate(
 async def _write(
     found: Tree,
     thread: str,
-    keys: Sequence[Key],
-    does: dict[Key, Does],
+    keys: Sequence[NodeKey],
+    does: dict[NodeKey, Does],
     names: Display,
     run: _Asking,
 ) -> tuple[list[Generation], list[Ask]]:
     """The run's calls, bottom up, then the joins above what changed."""
-    texts: dict[Key, str] = {}
+    texts: dict[NodeKey, str] = {}
     made: list[Generation] = []
     asks: list[Ask] = []
     limit, tries = run.settings.line, run.settings.tries
 
-    def text_of(key: Key) -> str:
+    def text_of(key: NodeKey) -> str:
         return texts[key] if key in texts else found.current(key).text
 
-    def put(key: Key, text: str, form: Literal["join", "model"], fallback: bool) -> None:
+    def put(key: NodeKey, text: str, form: Literal["join", "model"], fallback: bool) -> None:
         texts[key] = text
         if text != found.current(key).text:
             made.append(next_generation(found, thread, key, text, form, fallback))
@@ -280,10 +280,10 @@ async def _write(
     return made, asks
 
 
-def _ancestors(found: Tree, key: Key) -> list[Key]:
+def _ancestors(found: Tree, key: NodeKey) -> list[NodeKey]:
     agent, level, index = key
     found_up = []
-    while (up := (agent, level + 1, index // 2)) in found.nodes:
+    while (up := NodeKey(agent, level + 1, index // 2)) in found.nodes:
         found_up.append(up)
-        level, index = up[1], up[2]
+        level, index = up.level, up.index
     return found_up

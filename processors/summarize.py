@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from history.contract import Outline, Stored, Summary, Task
+from history.contract import NodeKey, Outline, Stored, Summary, Task
 from history.lines import bound_input, line_of, size
-from history.processing import LineWriter, ManyReader, NodeKey, NodeReader
+from history.processing import LineWriter, ManyReader, NodeReader
 
 
 class Nodes:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from .._generated import Form
 from .._generations import Tree
+from ..contract import NodeKey
 from ..errors import NotFoundError
 from ..plugin import History
 from ..reconsolidating import parse_label
@@ -42,7 +43,7 @@ async def versions(
     node = await store.summary(thread, level, index, agent=tree)
     if node is None:
         raise NotFoundError(f"no line {label!r} in thread {thread!r}")
-    key = (tree, level, index)
+    key = NodeKey(tree, level, index)
     later = [g for g in await store.generations(thread) if g.key == key]
     stored = None if node.message is None else await store.message(node.message)
     found = Tree([node], later, {} if stored is None else {stored.message.id: stored.message})

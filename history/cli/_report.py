@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._generations import current_numbers, current_snapshot
-from ..contract import Snapshot, Stored, Summary, format_at
+from ..contract import NodeKey, Snapshot, Stored, Summary, format_at
 from ..errors import InputError, NotFoundError
 from ..lines import label, line_of
 from ..settings import listed
@@ -315,7 +315,7 @@ def show_json(snap: Snapshot) -> dict[str, Any]:
                 "bytes": n.bytes,
                 "at": format_at(n.at),
                 "outline": (n.level, n.index) in shown,
-                "generation": generation.get(("", n.level, n.index), 0),
+                "generation": generation.get(NodeKey("", n.level, n.index), 0),
             }
             for n in sorted(snap.nodes, key=lambda n: (n.index * 2**n.level, n.level))
         ],

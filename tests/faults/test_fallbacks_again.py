@@ -11,7 +11,7 @@ import pytest
 from history import History, HistorySettings, Scripted, breaker
 from history import _again as again
 from history._generations import tree
-from history.contract import Reply, Task
+from history.contract import NodeKey, Reply, Task
 
 from ..conftest import message
 
@@ -99,7 +99,7 @@ async def test_fallback_lines_are_asked_again_as_a_new_generation_once_it_answer
         found = await tree(history.store, "b")
     assert before  # thread b had fallback lines, and no message since
     assert down <= 2 + 4  # the failures that opened the breaker, then probes only
-    leaf = ("", 0, 0)
+    leaf = NodeKey("", 0, 0)
     assert found.text(leaf, 0) is not None and found.text(leaf, 0).fallback  # type: ignore[union-attr]
     again = found.current(leaf)
     assert again.generation >= 1 and again.text == "S0" and not again.fallback

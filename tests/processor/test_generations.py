@@ -9,7 +9,7 @@ import pytest
 
 from history import History, HistorySettings, InputError, SummarizerError, prompt_text, view
 from history._generations import current_nodes, tree
-from history.contract import Reply, Task
+from history.contract import NodeKey, Reply, Task
 
 from ..conftest import Opener, Settings, exchange, message
 
@@ -85,12 +85,12 @@ async def test_old_generations_stay_readable(open_history: Opener) -> None:
         found = await tree(run.history.store, "t")
     # Asked from its new children (depth 2), then, on its own, joined: the SPEC's rule on the
     # texts as they stand, and its two short children fit in a line.
-    key = ("", 4, 0)
+    key = NodeKey("", 4, 0)
     assert found.numbers(key) == [0, 1, 2]
     texts_ = [t.text for n in (1, 2) if (t := found.text(key, n)) is not None]
     assert texts_ == ["R4.0", "R3.0\nR3.1"]
     for (level, index), text in before.items():
-        first = found.text(("", level, index), 0)
+        first = found.text(NodeKey("", level, index), 0)
         assert first is not None and first.text == text  # generation 0 is kept
     changed = [k for k in found.later if found.numbers(k)[-1] >= 1]
     assert changed and all(found.current(k).generation == found.numbers(k)[-1] for k in changed)
