@@ -33,13 +33,14 @@ if typing.TYPE_CHECKING:
     from .agent.rendering import Rendered, render_view
     from .carry import export, load
     from .pins import Replay
-    from .plugin import History
+    from .plugin import History, ReadOnly
     from .rebuilding import rebuild
 
 # These pull in pydantic-ai (the view, the agent, a rebuild) or the tokenizer and the event
 # loop (the plugin), so they are imported when first used: the command line starts without.
 _LAZY = {
     "History": "plugin",
+    "ReadOnly": "plugin",
     "Rendered": "agent.rendering",
     "Replay": "pins",
     "Resummary": "reconsolidating",
@@ -87,6 +88,7 @@ __all__ = (
     "Message",
     "NotFoundError",
     "Outline",
+    "ReadOnly",
     "RebuildRefused",
     "Rendered",
     "Replay",

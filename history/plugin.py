@@ -10,6 +10,10 @@ Summarizer calls are bounded by a capacity limiter and a timeout, and are never 
 transaction open. A batch that fails commits nothing and is retried after a pause, which doubles
 with each failure of the same request and starts over with the next one; what a summarizer or
 an `on_ask` listener raises stays in its thread's batch, and never ends the app's block.
+
+`ReadOnly` is a store and the settings to read it with, and nothing else: what `view`, `zoom`
+and `search` read through in place of a `History`, with no summarizer and nothing processed
+(the command line's read commands and the viewer read through one).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from __future__ import annotations
 import logging
 import random
 import sys
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, Unpack
@@ -506,6 +512,40 @@ class History:
         finally:
             lane.hurried = False
             self._lanes.stop(lane)
+
+
+@dataclass(frozen=True)
+class ReadOnly:
+    """A store and the settings its threads are read with: what `view`, `zoom` and `search`
+    need, without a `History` (no summarizer is made, nothing is processed or written).
+
+        async with ReadOnly.opened("chat.sqlite") as reader:
+            messages = await view(reader, "t")
+    """
+
+    store: Store
+    settings: HistorySettings = field(default_factory=lambda: HistorySettings(summarizer="echo"))
+    """Only what reading uses (the tokenizer, the outline's bounds): the summarizer named is
+    never made."""
+
+    @classmethod
+    @asynccontextmanager
+    async def opened(
+        cls, store: Store | str | Path, settings: HistorySettings | None = None
+    ) -> AsyncIterator[ReadOnly]:
+        """The store at a path or URL, opened read only (a `Store` as it is given), closed on
+        leaving."""
+        if isinstance(store, str | Path):
+            store = open_store(store, create=False, read_only=True)
+        await store.open()
+        try:
+            yield cls(store) if settings is None else cls(store, settings)
+        finally:
+            await store.close()
+
+
+Reading = History | ReadOnly
+"""What the readers (`view`, `zoom`, `search`) take: a `History`, or a `ReadOnly` store."""
 
 
 def _is_model(model: object) -> TypeIs[Model]:

@@ -21,7 +21,7 @@ import anyio
 
 from ..contract import Outline, Snapshot
 from ..errors import ConfigurationError
-from ..plugin import History
+from ..plugin import History, Reading
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class _Hold:
     """The `at` of the cold message: the held cut's `cut_at`."""
 
 
-_HELD: WeakKeyDictionary[History, dict[str, _Hold]] = WeakKeyDictionary()
+_HELD: WeakKeyDictionary[Reading, dict[str, _Hold]] = WeakKeyDictionary()
 """The holds of each History, by thread: shared by every ThreadHistory on it."""
 
 
@@ -53,7 +53,7 @@ def check_wait(wait: object) -> float:
 
 
 async def snapshot_for(
-    history: History, thread: str, *, agent: str | None, turn: bool, wait: float
+    history: Reading, thread: str, *, agent: str | None, turn: bool, wait: float
 ) -> Snapshot | None:
     """What a view of `thread` for `agent` is built from: the thread as committed, after a cold
     `turn`'s wait of at most `wait` seconds, or with the outline held since a cold cut that
@@ -64,7 +64,7 @@ async def snapshot_for(
         return None
     current = snapshot.outline
     cold = history.settings.cold
-    if turn and cold is not None:
+    if turn and cold is not None and isinstance(history, History):  # a ReadOnly processes none
         tail = snapshot.tail
         if len(tail) > 1 and (tail[-1].message.at - tail[-2].message.at).total_seconds() > cold:
             holds.pop(thread, None)  # what was held lands now

@@ -9,7 +9,7 @@ from .._generated import Form
 from .._generations import Tree
 from ..contract import NodeKey
 from ..errors import NotFoundError
-from ..plugin import History
+from ..plugin import Reading
 from ..reconsolidating import parse_label
 
 
@@ -30,7 +30,7 @@ class Version:
 
 
 async def versions(
-    history: History, thread: str, label: str, *, agent: str | None = None
+    history: Reading, thread: str, label: str, *, agent: str | None = None
 ) -> tuple[Version, ...]:
     """Every generation of node `label` of `thread`, oldest first; a NotFoundError when there is
     no such node. A step label (`s4+2`) is a node of `agent`'s step tree."""
@@ -65,7 +65,7 @@ async def versions(
 
 
 async def version(
-    history: History, thread: str, label: str, generation: int, *, agent: str | None = None
+    history: Reading, thread: str, label: str, generation: int, *, agent: str | None = None
 ) -> Version:
     """Node `label` of `thread` as it read in `generation`; a NotFoundError names the numbers
     it has when it has no such generation."""

@@ -31,7 +31,7 @@ from pydantic_ai.messages import (
 from .._names import Display, named
 from ..contract import Snapshot, Stored
 from ..lines import label, prefix, render, size
-from ..plugin import History
+from ..plugin import Reading
 from ..summarizer import describe
 from .steps import Calls, Returns, Step, cut_text, step_messages
 
@@ -83,7 +83,7 @@ def read_natives(
     return found
 
 
-async def answered(history: History, thread: str, agent: str) -> str:
+async def answered(history: Reading, thread: str, agent: str) -> str:
     """Whom `agent` answers: the author of the thread's newest shared message from someone else
     (`""` when there is none)."""
     snapshot = await history.store.snapshot(thread)

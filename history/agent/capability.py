@@ -44,9 +44,9 @@ from pydantic_ai.tools import AgentDepsT, Tool
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from ..contract import File, Message
-from ..errors import NotFoundError
+from ..errors import ConfigurationError, NotFoundError
 from ..lines import size
-from ..plugin import History
+from ..plugin import History, Reading
 from ._cold import COLD_WAIT, check_wait, snapshot_for
 from ._tail import answered
 from .caching import MAX_MARKS
@@ -83,7 +83,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
 
     def __init__(
         self,
-        history: History,
+        history: Reading,
         thread: str,
         *,
         agent: str = "assistant",
@@ -101,7 +101,8 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
         """Bind an agent to `thread`.
 
         Args:
-            history: the History, opened before the agent runs.
+            history: the History, opened before the agent runs (a ReadOnly store with
+                `record=False`).
             thread: the thread the agent reads and writes.
             agent: the author of the agent's messages and steps.
             user: the author of the run's prompt.
@@ -119,6 +120,10 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
                 agent, sent after the tail, outside the cached prefix (0: none).
             cold_wait: seconds a cold turn waits for its cut (`HistorySettings.cold`, `COLD_WAIT`).
         """
+        if record and not isinstance(history, History):
+            raise ConfigurationError(
+                "ThreadHistory records the run in a History: give it one, or record=False"
+            )
         super().__init__(processor=self._process)
         self.history, self.thread = history, thread
         self.agent, self.user, self.record_prompt, self.tools = agent, user, record_prompt, tools
@@ -354,6 +359,7 @@ class ThreadHistory(ProcessHistory[AgentDepsT]):
             step=step,
             files=files,
         )
+        assert isinstance(self.history, History)  # `record` needs one (see __init__)
         await self.history.message_created(message, native=native)
 
 

@@ -19,7 +19,7 @@ from ..contract import Hit, Message, Stored, Summary, format_at
 from ..errors import NotFoundError
 from ..lines import cut, line_of, one_line, prefix, render, size
 from ..lines import label as label_of
-from ..plugin import History
+from ..plugin import History, Reading, ReadOnly
 from ..processors.weight import tokens
 
 PAGE = 32_000
@@ -50,7 +50,7 @@ class Zoom:
 
 
 async def zoom(
-    history: History,
+    history: Reading,
     thread: str,
     label: str,
     *,
@@ -104,7 +104,7 @@ async def zoom(
 
 
 async def search(
-    history: History, thread: str, query: str, *, limit: int = 10, agent: str | None = None
+    history: Reading, thread: str, query: str, *, limit: int = 10, agent: str | None = None
 ) -> list[Hit]:
     """The thread's messages and lines that match `query`, ranked as `history.store._search.ranking`
     says: at most `limit` distinct hits, the best first.
@@ -127,7 +127,7 @@ async def search(
     return hits
 
 
-async def _named_hit(history: History, hit: Hit, names: Display) -> str:
+async def _named_hit(history: Reading, hit: Hit, names: Display) -> str:
     """A message's hit reads its header under the display names (a line's is stored so)."""
     if not names or hit.message is None:
         return hit.text
@@ -138,7 +138,7 @@ async def _named_hit(history: History, hit: Hit, names: Display) -> str:
 
 
 async def recall_block(
-    history: History,
+    history: Reading,
     thread: str,
     query: str,
     *,
@@ -165,9 +165,10 @@ async def recall_block(
 
 
 def checked(history: object, thread: object, agent: object) -> None:
-    """Refuse what is not an open History's thread (by name) and agent, naming the argument."""
-    if not isinstance(history, History):
-        wrong("history", history, "a History")
+    """Refuse what is not a History's or a ReadOnly's thread (by name) and agent, naming the
+    argument."""
+    if not isinstance(history, History | ReadOnly):
+        wrong("history", history, "a History or a ReadOnly")
     argument_text("thread", thread)
     optional_argument_text("agent", agent)
 
@@ -189,7 +190,7 @@ def _parse(thread: str, text: str) -> tuple[bool, int, int]:
 
 
 async def _message(
-    history: History, thread: str, index: int, page: int, page_bytes: int, *, agent: str
+    history: Reading, thread: str, index: int, page: int, page_bytes: int, *, agent: str
 ) -> Zoom:
     name = label_of(0, index, agent=agent)
     stored = await _find(history, thread, index, agent)
@@ -220,7 +221,7 @@ async def _message(
     )
 
 
-async def _find(history: History, thread: str, index: int, agent: str) -> Stored | None:
+async def _find(history: Reading, thread: str, index: int, agent: str) -> Stored | None:
     """Shared message `index` (or `agent`'s step `index`): through its line once it left the
     tail, else in the tail."""
     node = await history.store.summary(thread, 0, index, agent=agent)

@@ -32,7 +32,7 @@ from .._checks import flag, whole, wrong
 from .._names import display
 from ..contract import Snapshot
 from ..errors import ConfigurationError
-from ..plugin import History
+from ..plugin import Reading
 from ._outline import outline_parts
 from ._tail import Run, merged, read_natives, tail_messages, unpaired
 from .lookup import PAGE, checked, recall_block
@@ -42,7 +42,7 @@ __all__ = ("Run", "build", "prompt_text", "view")
 
 
 async def view(
-    history: History,
+    history: Reading,
     thread: str,
     *,
     agent: str | None = None,
@@ -55,7 +55,7 @@ async def view(
     """The thread's prompt for `agent`: its outline, then its tail whole.
 
     Args:
-        history: an open History.
+        history: an open History, or a ReadOnly store.
         thread: the thread; one with no messages gives an empty list.
         agent: whose view it is: its messages are responses, its steps tool calls and returns.
             None for nobody's: every message a user part, steps as text.
@@ -80,7 +80,7 @@ async def view(
 
 
 async def build(
-    history: History,
+    history: Reading,
     thread: str,
     *,
     agent: str | None,

@@ -31,7 +31,7 @@ from pydantic_ai.messages import CompactionPart
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from ..plugin import History
+from ..plugin import Reading
 from ..processors.weight import tokens
 from .caching import Kind, facts, split
 from .capability import ThreadHistory
@@ -406,7 +406,7 @@ class Sent:
 
 
 async def provider_request(
-    history: History,
+    history: Reading,
     thread: str,
     model: str,
     *,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..lines import size
-from ..plugin import History
+from ..plugin import Reading
 from ..processors.weight import tokens
 from .prompt import prompt_text, view
 from .providers import Sent, provider_request
@@ -30,7 +30,7 @@ class Rendered:
 
 
 async def render_view(
-    history: History,
+    history: Reading,
     thread: str,
     *,
     agent: str | None = None,

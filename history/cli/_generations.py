@@ -108,7 +108,7 @@ def _reconsolidate(args: argparse.Namespace) -> int:
 async def _ask_again(args: argparse.Namespace) -> int:
     from ._prompt import thread_as_built
 
-    async with thread_as_built(args.db, args.thread, write=True) as (built, thread):
+    async with thread_as_built(args.db, args.thread) as (built, thread):
         done = await built.reconsolidate(
             thread,
             args.label,

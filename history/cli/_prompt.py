@@ -14,7 +14,8 @@ import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
@@ -25,7 +26,9 @@ from ._stores import must_exist
 
 if TYPE_CHECKING:
     from ..agent.rendering import Rendered
-    from ..plugin import History
+    from ..plugin import History, Reading, ReadOnly
+
+    R = TypeVar("R", History, ReadOnly)
 
 
 def register(commands: Commands) -> None:
@@ -90,8 +93,8 @@ def register(commands: Commands) -> None:
     json_option(messages)
 
 
-Read = Callable[["History", str, argparse.Namespace], Awaitable[None]]
-"""One of the read commands, given the store's History and the thread named."""
+Read = Callable[["ReadOnly", str, argparse.Namespace], Awaitable[None]]
+"""One of the read commands, given the store, read only, and the thread named."""
 
 
 def _run(read: Read) -> Callable[[argparse.Namespace], int]:
@@ -105,50 +108,64 @@ def _run(read: Read) -> Callable[[argparse.Namespace], int]:
 
 
 async def _read(read: Read, args: argparse.Namespace) -> None:
-    async with thread_as_built(args.db, args.thread, write=False) as (history, thread):
-        await read(history, thread, args)
+    async with thread_read(args.db, args.thread) as (reader, thread):
+        await read(reader, thread, args)
 
 
 @asynccontextmanager
-async def thread_as_built(db: str, name: str, *, write: bool) -> AsyncIterator[tuple[History, str]]:
-    """Open the store (read only, unless `write`) in a History that processes nothing, resolve
-    the thread `name` (exactly when `write`: a command that changes a thread takes nothing
-    looser), and hand it over with the settings it was built with (`as_built`)."""
-    from ..plugin import History
-    from ..settings import HistorySettings
-    from ..store import open_store
+async def thread_read(db: str, name: str) -> AsyncIterator[tuple[ReadOnly, str]]:
+    """The store opened read only, the thread `name` resolved, and the store with the settings
+    the thread was built with (`as_built`)."""
+    from ..plugin import ReadOnly
     from ._report import resolve
 
     must_exist(db)
-    store = db if write else open_store(db, create=False, read_only=True)
-    async with History(HistorySettings(summarizer="echo"), store=store, process=False) as history:
-        thread = await resolve(history.store, name, exact=write)
+    async with ReadOnly.opened(db) as reader:
+        thread = await resolve(reader.store, name)
+        yield await as_built(reader, thread), thread
+
+
+@asynccontextmanager
+async def thread_as_built(db: str, name: str) -> AsyncIterator[tuple[History, str]]:
+    """The store opened in a History that processes nothing, for a command that changes the
+    thread `name` (taken by exact id or title only), with the settings it was built with."""
+    from ..plugin import History
+    from ..settings import HistorySettings
+    from ._report import resolve
+
+    must_exist(db)
+    async with History(HistorySettings(summarizer="echo"), store=db, process=False) as history:
+        thread = await resolve(history.store, name, exact=True)
         yield await as_built(history, thread), thread
 
 
-async def as_built(history: History, thread: str) -> History:
-    """`history`, which processes nothing, reading `thread` with the settings it was built with
-    (its outline's bounds close its blocks, its tokenizer counts) but for its summarizer: the
-    offline one stands in, never asked, so a read names no key. A copy sharing the open store;
-    the defaults for a thread with no settings recorded."""
+async def as_built(reader: R, thread: str) -> R:
+    """`reader` reading `thread` with the settings it was built with (its outline's bounds
+    close its blocks, its tokenizer counts) but for its summarizer: the offline one stands in,
+    never asked, so a read names no key. A copy sharing the open store; `reader` itself for a
+    thread with no settings recorded."""
+    from ..plugin import ReadOnly
     from ..settings import built_with
 
-    record = next((a.settings for a in await history.store.about(thread) if a.settings), None)
+    record = next((a.settings for a in await reader.store.about(thread) if a.settings), None)
     if record is None:
-        return history
-    reader = copy.copy(history)
-    reader.settings = built_with(record, history.settings).with_changes(summarizer="echo")
-    return reader
+        return reader
+    settings = built_with(record, reader.settings).with_changes(summarizer="echo")
+    if isinstance(reader, ReadOnly):
+        return replace(reader, settings=settings)
+    copied = copy.copy(reader)
+    copied.settings = settings
+    return copied
 
 
-async def _prompt(history: History, thread: str, args: argparse.Namespace) -> None:
+async def _prompt(history: Reading, thread: str, args: argparse.Namespace) -> None:
     agent = (args.agent or None) if args.agent is not None else await only_agent(history, thread)
     if args.agent is None and agent is not None:
         say(f"{agent}'s view: the thread's agent (--agent names another, --agent '' nobody)")
     await print_prompt(history, thread, agent=agent, as_json=args.json, model=args.model)
 
 
-async def _zoom(history: History, thread: str, args: argparse.Namespace) -> None:
+async def _zoom(history: Reading, thread: str, args: argparse.Namespace) -> None:
     from ..agent.lookup import zoom
 
     if args.generation is not None:
@@ -173,7 +190,7 @@ async def _zoom(history: History, thread: str, args: argparse.Namespace) -> None
         sys.stdout.write(f"{opened.text}\n")
 
 
-async def _zoom_generation(history: History, thread: str, args: argparse.Namespace) -> None:
+async def _zoom_generation(history: Reading, thread: str, args: argparse.Namespace) -> None:
     from ..agent._earlier import version
     from ..lines import one_line
 
@@ -196,7 +213,7 @@ async def _zoom_generation(history: History, thread: str, args: argparse.Namespa
         sys.stdout.write(f"{found.label}#{found.generation}|{one_line(found.text)}\n")
 
 
-async def _search(history: History, thread: str, args: argparse.Namespace) -> None:
+async def _search(history: Reading, thread: str, args: argparse.Namespace) -> None:
     from ..agent.lookup import search
 
     query = " ".join(args.words)
@@ -228,11 +245,11 @@ async def _search(history: History, thread: str, args: argparse.Namespace) -> No
     sys.stdout.write("".join(f"{h.label}|{h.text}{'' if h.terms else near}\n" for h in hits))
 
 
-async def _messages(history: History, thread: str, args: argparse.Namespace) -> None:
+async def _messages(history: Reading, thread: str, args: argparse.Namespace) -> None:
     from ..lines import one_line
     from ._report import stored_json
 
-    page = await history.messages(thread, after=args.after, limit=args.limit + 1)
+    page = await history.store.pending(thread, args.after, args.limit + 1)
     after = page[args.limit - 1].seq if len(page) > args.limit else None
     del page[args.limit :]
     if args.json:
@@ -248,7 +265,7 @@ async def _messages(history: History, thread: str, args: argparse.Namespace) -> 
         say(f"more: --after {after}")
 
 
-async def only_agent(history: History, thread: str) -> str | None:
+async def only_agent(history: Reading, thread: str) -> str | None:
     """The agent whose view `prompt` shows when none is named: the one author that makes tool
     steps (in the tail, or with a step outline of its own) or, among the messages sent whole,
     is called `assistant`; None when there are none or several (those are named on stderr)."""
@@ -296,7 +313,7 @@ def prompt_json(thread: str, agent: str | None, result: Rendered) -> dict[str, o
 
 
 async def print_prompt(
-    history: History,
+    history: Reading,
     thread: str,
     *,
     agent: str | None,

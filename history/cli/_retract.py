@@ -37,7 +37,7 @@ def _retract(args: argparse.Namespace) -> int:
 async def _take_back(args: argparse.Namespace) -> int:
     from ._prompt import thread_as_built
 
-    async with thread_as_built(args.db, args.thread, write=True) as (built, thread):
+    async with thread_as_built(args.db, args.thread) as (built, thread):
         gone = await built.retract(thread, after=args.after)
     if args.json:
         print_json(

@@ -22,8 +22,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import ClosedError, HistoryError, NotFoundError, StoreError
-from ..plugin import History
-from ..settings import HistorySettings
+from ..plugin import ReadOnly
 from . import _pages as pages
 from ._html import render
 
@@ -42,7 +41,7 @@ HEADERS = {
     "x-frame-options": "DENY",
 }
 
-Handler = Callable[[Request, History], Awaitable[Response]]
+Handler = Callable[[Request, ReadOnly], Awaitable[Response]]
 
 
 def create_app(db: str) -> ASGIApp:
@@ -50,12 +49,8 @@ def create_app(db: str) -> ASGIApp:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        from ..store import open_store
-
-        store = open_store(db, create=False, read_only=True)
-        settings = HistorySettings(summarizer="echo")  # never asked: nothing is processed
-        async with History(settings, store=store, process=False) as history:
-            app.state.history = history
+        async with ReadOnly.opened(db) as reader:
+            app.state.history = reader
             yield
 
     def route(path: str, handler: Handler, name: str) -> Route:

@@ -12,7 +12,7 @@ from ..agent._earlier import Version, versions
 from ..agent.lookup import Zoom
 from ..contract import Stored
 from ..errors import InputError, NotFoundError
-from ..plugin import History
+from ..plugin import ReadOnly
 from . import _reading as reading
 from ._html import render
 
@@ -58,7 +58,7 @@ def height(top: int) -> int:
     return GAP + (top + 2) * ROW
 
 
-async def threads(request: Request, history: History) -> Response:
+async def threads(request: Request, history: ReadOnly) -> Response:
     from ..cli._report import matches
 
     store = history.store
@@ -70,7 +70,7 @@ async def threads(request: Request, history: History) -> Response:
     return render(request, "threads.html", figures=shown, match=match, href=href)
 
 
-async def thread(request: Request, history: History) -> Response:
+async def thread(request: Request, history: ReadOnly) -> Response:
     from ..cli._prompt import as_built
     from ..cli._report import resolve
 
@@ -102,7 +102,7 @@ async def thread(request: Request, history: History) -> Response:
     )
 
 
-async def open_node(request: Request, history: History) -> Response:
+async def open_node(request: Request, history: ReadOnly) -> Response:
     """A line opened as `zoom` opens it: a fragment the page's script inserts, with its
     children's boxes placed in the tree's picture."""
     name = request.path_params["thread"]
@@ -129,7 +129,7 @@ async def open_node(request: Request, history: History) -> Response:
 
 
 async def _generations(
-    history: History, thread: str, label: str, agent: str
+    history: ReadOnly, thread: str, label: str, agent: str
 ) -> tuple[Version, ...]:
     """The generations of the line opened, when it has more than its first; a message still
     whole has no line."""
@@ -140,14 +140,14 @@ async def _generations(
     return found if len(found) > 1 else ()
 
 
-async def _steps(history: History, zoomed: Zoom | None) -> tuple[Stored, ...]:
+async def _steps(history: ReadOnly, zoomed: Zoom | None) -> tuple[Stored, ...]:
     """The tool steps after the message opened, if a message is open."""
     if zoomed is None or zoomed.message is None:
         return ()
     return await reading.steps_after(history.store, zoomed.message)
 
 
-async def prompt(request: Request, history: History) -> Response:
+async def prompt(request: Request, history: ReadOnly) -> Response:
     """What an agent is sent: the view as `prompt --model` renders it for a provider."""
     from ..agent.providers import pieces
     from ..agent.rendering import render_view
@@ -179,7 +179,7 @@ async def prompt(request: Request, history: History) -> Response:
     )
 
 
-async def over_time(request: Request, history: History) -> Response:
+async def over_time(request: Request, history: ReadOnly) -> Response:
     """The thread's tail and outline at each message, with its cuts and folds."""
     from ..cli._report import resolve
     from ._timeline import HEIGHT, WIDTH, chart, timeline

@@ -16,7 +16,7 @@ from ..agent.lookup import Zoom, zoom
 from ..cli._report import Figures
 from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import NotFoundError
-from ..plugin import History
+from ..plugin import Reading
 from ..store import Store
 
 Key = tuple[int, int]
@@ -123,7 +123,7 @@ def chain(key: Key, boundary: int) -> list[Key]:
 
 
 async def read_page(
-    history: History,
+    history: Reading,
     thread: str,
     *,
     opened: Sequence[Key] = (),
@@ -176,7 +176,7 @@ async def _steps(store: Store, outline: Outline) -> dict[str, tuple[Summary, ...
     return steps
 
 
-async def opened(history: History, thread: str, name: str, *, agent: str = "") -> Zoom:
+async def opened(history: Reading, thread: str, name: str, *, agent: str = "") -> Zoom:
     """A line opened as `zoom` opens it: its two children, or its message whole."""
     return await zoom(history, thread, name, agent=agent or None, page=1, page_bytes=2**62)
 
