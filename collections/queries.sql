@@ -162,7 +162,7 @@ SET bytes = :bytes, boundary = :boundary, since = :since, cut_at = :cut_at, gone
     floor = :floor, lines = :lines, steps = :steps, version = version + 1
 WHERE thread = :thread;
 
--- name: pending
+-- name: messages_after
 -- The thread's messages after a seq, in order, a page at a time.
 SELECT id, thread, seq, idx, author, "to", text, at, step, files, weight, sidx
 FROM message WHERE thread = :thread AND seq > :after ORDER BY seq LIMIT :limit;

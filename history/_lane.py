@@ -448,7 +448,7 @@ class Runner:
                 return True
             # Another process that stored a message while we held the claim was refused it.
             state = lane.outline
-            if state is None or not await self.store.pending(lane.thread, state.position, 1):
+            if state is None or not await self.store.messages_after(lane.thread, state.position, 1):
                 return True
 
     async def _refresh(self, lane: Lane) -> None:
@@ -477,7 +477,7 @@ class Runner:
             handed = lane.take_handed(state.position)
             batch = handed
             if not batch and not self._all_handed(lane, state):
-                batch = await self.store.pending(thread, state.position, BATCH)
+                batch = await self.store.messages_after(thread, state.position, BATCH)
             if lane.generation != generation:
                 continue  # erased while we read: start again from what is stored now
             if not batch:

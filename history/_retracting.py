@@ -38,7 +38,7 @@ async def retract(store: Store, thread: str, after: int, settings: HistorySettin
         raise InputError(f"after must be a message's seq (-1 for all), got {after!r}")
     for _ in range(TRIES):
         outline = await store.outline(thread)
-        gone = await store.pending(thread, after, MOST + 1)
+        gone = await store.messages_after(thread, after, MOST + 1)
         if outline is None or not gone:
             return []
         if len(gone) > MOST:

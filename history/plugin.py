@@ -396,7 +396,7 @@ class History:
         argument_text("thread", thread)
         whole("limit", limit, low=1, high=10_000)
         whole("after", after, low=-1)
-        return await self.store.pending(thread, after, limit)
+        return await self.store.messages_after(thread, after, limit)
 
     async def retract(self, thread: str, *, after: int) -> list[Stored]:
         """Take back the thread's messages after seq `after` while they are whole in its tail

@@ -251,7 +251,7 @@ class _Rerun:
             state = await scratch.outline(fresh.thread)
             assert state is not None
             asks: list[Ask] = []
-            while batch := await scratch.pending(fresh.thread, state.position, BATCH):
+            while batch := await scratch.messages_after(fresh.thread, state.position, BATCH):
                 for stored in batch:
                     state = await self._step(scratch, state, stored, asks)
             result = await scratch.export_thread(fresh.thread)

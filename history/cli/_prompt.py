@@ -249,7 +249,7 @@ async def _messages(history: Reading, thread: str, args: argparse.Namespace) -> 
     from ..lines import one_line
     from ._report import stored_json
 
-    page = await history.store.pending(thread, args.after, args.limit + 1)
+    page = await history.store.messages_after(thread, args.after, args.limit + 1)
     after = page[args.limit - 1].seq if len(page) > args.limit else None
     del page[args.limit :]
     if args.json:

@@ -73,7 +73,7 @@ class Store(Protocol):
         """
         ...
 
-    async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
+    async def messages_after(self, thread: str, after: int, limit: int) -> list[Stored]:
         """Stored messages of the thread with seq > `after`, in seq order."""
         ...
 

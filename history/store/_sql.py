@@ -265,9 +265,10 @@ class SQLStore:
             generations=tuple(later),
         )
 
-    async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
+    async def messages_after(self, thread: str, after: int, limit: int) -> list[Stored]:
         found = await self._sql.run(
-            lambda tx: tx.fetch("pending", thread=thread, after=after, limit=limit), mode="read"
+            lambda tx: tx.fetch("messages_after", thread=thread, after=after, limit=limit),
+            mode="read",
         )
         return [rows.stored_from_row(r) for r in found]
 

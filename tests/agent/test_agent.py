@@ -72,7 +72,7 @@ async def test_the_model_sees_exactly_the_view_and_the_run_is_recorded(
         agent = Agent(FunctionModel(model), capabilities=[hook])
         result = await agent.run("What did we plan?")
         await run.history.wait()
-        recorded = await run.history.store.pending("t", 27, 100)
+        recorded = await run.history.store.messages_after("t", 27, 100)
         after = await view(run.history, "t", agent="north", cache_point=False)
 
     assert outline is not None and outline.outlined  # the agent reads an outline
@@ -126,7 +126,7 @@ async def test_a_zoom_into_no_line_tells_the_model_what_to_do(open_history: Open
 
     async with open_history(tail=(60, 200)) as run:
         seen = await run_once(run, script)
-        recorded = await run.history.store.pending("t", -1, 100)
+        recorded = await run.history.store.messages_after("t", -1, 100)
         natives = await run.history.store.natives("t", -1)
     error = "no line '5+3' in thread 't': a line covers a power of two of messages"
     assert error in prompt_text(seen[1])
@@ -168,7 +168,7 @@ async def test_an_app_that_records_prompts_itself_is_not_recorded_twice(
     async with open_history(tail=(60, 200)) as run:
         await run.send(message(0, "Hello?", to=""))
         seen = await run_once(run, answer, record_prompt=False)
-        recorded = await run.history.store.pending("t", -1, 100)
+        recorded = await run.history.store.messages_after("t", -1, 100)
     assert prompt_text(seen[0]).endswith("[user]\nAna: Hello?\n")
     assert [(s.message.author, s.message.text) for s in recorded] == [
         ("Ana", "Hello?"),
@@ -230,7 +230,7 @@ async def test_a_recall_is_sent_whole_but_not_recorded_in_the_thread(open_histor
         before = await run.history.outline("t")
         seen = await run_once(run, script)
         after = await run.history.outline("t")
-        recorded = await run.history.store.pending("t", 21, 100)
+        recorded = await run.history.store.messages_after("t", 21, 100)
         sent_next = await view(run.history, "t", agent="north")
     assert before is not None and after is not None
     assert zoomed and long in zoomed[0]  # the agent read the message whole
@@ -264,7 +264,7 @@ async def test_recall_the_run_goes_on_from_is_recorded_as_steps_with_a_note(
         hook = ThreadHistory(run.history, "t", agent="north", user="Ana")
         await Agent(FunctionModel(script), capabilities=[hook], tools=[price]).run("Price?")
         await run.history.wait()
-        recorded = await run.history.store.pending("t", 1, 100)
+        recorded = await run.history.store.messages_after("t", 1, 100)
         zoomed = (await zoom(run.history, "t", "0+1")).text
     steps = [decode(s.message.text) for s in recorded]
     assert steps[1:5] == [

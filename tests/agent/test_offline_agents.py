@@ -27,12 +27,12 @@ async def test_a_test_model_agent_runs_with_its_tools_and_is_recorded(
         agent = Agent(TestModel(), capabilities=[ThreadHistory(run.history, "t", agent="north")])
         first = await agent.run("What did we settle?")  # a new thread: it calls both tools
         await run.history.wait()
-        recorded = await run.history.store.pending("t", -1, 100)
+        recorded = await run.history.store.messages_after("t", -1, 100)
         assert [s.message.text for s in recorded] == ["What did we settle?", first.output]
         await run.send(*exchange([f"Point {n}: the price is 49 euros" for n in range(8)], start=2))
         second = await agent.run("And the date?")  # a thread with an outline and a tail
         await run.history.wait()
-        recorded = await run.history.store.pending("t", -1, 100)
+        recorded = await run.history.store.messages_after("t", -1, 100)
         outline = await run.history.outline("t")
     assert "'a' is not a label" in first.output  # TestModel answers with what its tools said
     assert "nothing in this conversation matches 'a'" in first.output

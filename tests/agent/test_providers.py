@@ -111,7 +111,7 @@ async def test_turn_two_starts_with_turn_ones_last_request(
 ) -> None:
     async with open_history(summarizer="echo", tail=(60, 260), kept=2) as run:
         wire, new = await two_turns(run, model_name, TOOL_TURN if turn == "tool" else TEXT_TURN)
-        recorded = await run.history.store.pending("t", 27, 100)
+        recorded = await run.history.store.messages_after("t", 27, 100)
 
     last, second = items(wire.bodies[-2]), items(wire.bodies[-1])
     assert second[: len(last)] == last
@@ -272,11 +272,11 @@ async def test_render_view_shows_what_a_named_provider_receives_and_records_noth
 ) -> None:
     async with open_history(summarizer="echo", tail=(60, 260), kept=2) as run:
         await run.send(*exchange(["Plan the launch", *[f"item {k}" for k in range(13)]]))
-        before = await run.history.store.pending("t", -1, 1_000)
+        before = await run.history.store.messages_after("t", -1, 1_000)
         shown = await render_view(
             run.history, "t", agent="north", model="anthropic:claude-sonnet-4-5"
         )
-        after = await run.history.store.pending("t", -1, 1_000)
+        after = await run.history.store.messages_after("t", -1, 1_000)
         openai = await render_view(run.history, "t", agent="north", model="openai:gpt-5.6")
         older = await render_view(run.history, "t", agent="north", model="openai:gpt-5.5")
     assert after == before  # read only

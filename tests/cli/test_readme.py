@@ -148,7 +148,8 @@ def test_the_readmes_agents_keep_their_threads(
         await store.open()
         try:
             return [
-                (s.message.author, s.message.text) for s in await store.pending("launch", -1, 50)
+                (s.message.author, s.message.text)
+                for s in await store.messages_after("launch", -1, 50)
             ]
         finally:
             await store.close()

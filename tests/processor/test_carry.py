@@ -153,7 +153,7 @@ async def test_a_message_stored_with_other_content_or_place_is_refused(
         await other.add(message(0, "something else entirely", thread="t"), 9)
         with pytest.raises(ConflictError, match="message 't-0' is stored with other content"):
             await load(other, text.splitlines())
-        assert len(await other.pending("t", -1, 1_000)) == 1
+        assert len(await other.messages_after("t", -1, 1_000)) == 1
         await other.erase("t")
         await other.add(replace(message(0, "hi", thread="t"), id="x-0"), 9)
         with pytest.raises(ConflictError, match="'t-0' would take seq 0 of thread 't', which"):

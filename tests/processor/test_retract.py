@@ -170,13 +170,13 @@ async def test_a_store_retracts_only_over_the_outline_and_newest_message_it_was_
         await store.add(m, 5)
     outline = await store.outline("t")
     assert outline is not None
-    gone = await store.pending("t", 0, 10)
+    gone = await store.messages_after("t", 0, 10)
     stale = replace(outline, version=outline.version + 1)
     assert not await store.retract(stale, outline, gone)  # the outline moved meanwhile
     assert not await store.retract(outline, outline, gone[:1])  # not the newest
-    assert len(await store.pending("t", -1, 10)) == 3  # nothing was deleted
+    assert len(await store.messages_after("t", -1, 10)) == 3  # nothing was deleted
     assert await store.retract(outline, outline, gone)
-    assert [s.seq for s in await store.pending("t", -1, 10)] == [0]
+    assert [s.seq for s in await store.messages_after("t", -1, 10)] == [0]
     after = await store.outline("t")
     assert after is not None and after.version == outline.version + 1
     again = await store.add(CHAT[1], 5)

@@ -161,7 +161,7 @@ async def test_the_hook_records_an_answer_to_the_author_it_answers(
         )
         await Agent(FunctionModel(model), capabilities=[hook]).run("Hello?")
         await run.history.wait()
-        stored = await run.history.store.pending("t", 0, 10)
+        stored = await run.history.store.messages_after("t", 0, 10)
     answer = stored[-1].message
     assert (answer.author, answer.to, answer.text) == (
         "north",

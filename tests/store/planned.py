@@ -83,7 +83,7 @@ PLANNED: dict[str, Planned] = {
     "message": _planned("message", ("id",), id="m"),
     "any message": _planned("any_message", ("thread",), thread="t"),
     "outline": _planned("outline", ("thread",), thread="t"),
-    "pending": _planned("pending", ("thread", "seq"), thread="t", after=0, limit=10),
+    "messages after": _planned("messages_after", ("thread", "seq"), thread="t", after=0, limit=10),
     "messages": _planned("messages", ("thread", "seq"), thread="t", first=0, last=10),
     "natives": _planned("natives", ("thread", "seq"), thread="t", after=0),
     "tail": _planned("tail", ("thread", "seq"), thread="t", first=0),

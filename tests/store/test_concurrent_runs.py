@@ -56,7 +56,7 @@ async def test_runs_at_once_each_answer_their_own_prompt(open_history: Opener) -
             for n in range(RUNS):
                 group.start_soon(ask, n)
         await run.history.wait()
-        stored = await run.history.store.pending("t", -1, 100)
+        stored = await run.history.store.messages_after("t", -1, 100)
     assert answers == {n: f"answer to Ana → north: question {n}" for n in range(RUNS)}
     texts = [s.message.text for s in stored if not s.message.step]
     assert texts[:2] == ["Plan the launch", "ok"]

@@ -67,11 +67,11 @@ async def test_an_erase_while_the_worker_reads_its_pending_messages_wins(tmp_pat
         hold: anyio.Event | None = None
         reading = anyio.Event()
 
-        async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
+        async def messages_after(self, thread: str, after: int, limit: int) -> list[Stored]:
             if self.hold is not None:
                 self.reading.set()
                 await self.hold.wait()
-            return await super().pending(thread, after, limit)
+            return await super().messages_after(thread, after, limit)
 
     store = Slow(str(tmp_path / "h.sqlite"))
     async with History(HistorySettings(summarizer="echo"), store=store) as history:

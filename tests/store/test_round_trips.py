@@ -51,8 +51,8 @@ class Counting(SQLiteStore):
         """Fail the next commit."""
         self.committed = anyio.Event()
 
-    async def pending(self, thread: str, after: int, limit: int) -> list[Stored]:
-        found = await super().pending(thread, after, limit)
+    async def messages_after(self, thread: str, after: int, limit: int) -> list[Stored]:
+        found = await super().messages_after(thread, after, limit)
         self.pending_reads += 1
         self.pending_rows += len(found)
         return found

@@ -57,7 +57,7 @@ async def test_a_snapshot_is_the_outline_its_nodes_the_tail_its_forms_and_title(
         assert own and list(snap.steps) == await store.nodes("t", own, agent="north")
         # The tail, then the message not processed yet.
         after = outline.tail_start - 1
-        assert list(snap.tail) == await store.pending("t", after, 1_000)
+        assert list(snap.tail) == await store.messages_after("t", after, 1_000)
         assert snap.tail[-1].message.text == "a late one" and len(snap.tail) > len(outline.tail)
         assert snap.natives == await store.natives("t", after) == {"t-42": NATIVE}
         assert snap.about is not None and snap.about.title == "Planning"

@@ -137,9 +137,9 @@ async def test_messages_get_the_threads_next_seq_and_shared_index(store: Store) 
         (2, 1, 12),
         (0, 0, 13),
     ]
-    pending = await store.pending("t", -1, 10)
+    pending = await store.messages_after("t", -1, 10)
     assert [p.message for p in pending] == sent[:3]
-    assert [p.seq for p in await store.pending("t", 0, 1)] == [1]
+    assert [p.seq for p in await store.messages_after("t", 0, 1)] == [1]
     assert [p.seq for p in await store.messages("t", 1, 2)] == [1, 2]
     assert await store.message("t-2") == added[2]
     assert await store.message("nope") is None
@@ -164,7 +164,7 @@ async def test_a_redelivery_is_ignored_and_a_changed_message_is_refused(store: S
     assert "'t-0'" in str(caught.value)
     kept = await store.message("t-0")
     assert kept is not None and kept.message == first
-    assert [p.seq for p in await store.pending("t", -1, 10)] == [0]
+    assert [p.seq for p in await store.messages_after("t", -1, 10)] == [0]
 
 
 async def test_an_agents_native_form_is_stored_beside_its_message(store: Store) -> None:
@@ -241,7 +241,7 @@ async def test_erasing_a_thread_removes_everything_it_held(store: Store) -> None
 
     assert await store.erase("t")
     assert await store.outline("t") is None
-    assert await store.pending("t", -1, 10) == []
+    assert await store.messages_after("t", -1, 10) == []
     assert await store.message("t-1") is None
     assert (await store.summaries("t"), await store.calls("t")) == ([], [])
     assert await store.threads() == ["u"]
@@ -294,7 +294,7 @@ async def test_two_stores_storing_one_thread_at_once_get_gapless_seqs(
             group.start_soon(send, other, 1)
     finally:
         await other.close()
-    stored = await store.pending("t", -1, 100)
+    stored = await store.messages_after("t", -1, 100)
     assert [s.seq for s in stored] == list(range(40))
     shared = [s.index for s in stored if not s.message.step]
     assert shared == list(range(len(shared)))
@@ -311,7 +311,7 @@ async def test_reopening_keeps_what_was_stored(store: Store, database: str) -> N
     again = open_store(database)
     await again.open()
     try:
-        assert [s.message.text for s in await again.pending("t", -1, 10)] == ["hello"]
+        assert [s.message.text for s in await again.messages_after("t", -1, 10)] == ["hello"]
     finally:
         await again.close()
 
