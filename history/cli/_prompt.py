@@ -1,9 +1,9 @@
 """`chat-outline prompt`, `zoom`, `search` and `messages`: what an agent of a thread reads, and
 its stored messages, read only.
 
-What is stored but not yet processed is shown whole, as an agent is sent it. Nothing is
-summarized, so no budget applies and no summarizer is named: the offline one stands in, never
-asked.
+What is stored but not yet processed is shown whole, as an agent is sent it. The store is read
+through a `ReadOnly`: nothing is summarized or written, so no budget applies and no summarizer
+is named.
 """
 
 from __future__ import annotations
