@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from .contract import Ask, Stored, Summary, Task
+from .contract import NodeKey as NodeKey  # the key the node readers take, named here too
 
 LineWriter = Callable[[Task], Awaitable[Ask]]
 """Writes the line for a task: asks the summarizer, retries, cuts; the finished conversation."""
