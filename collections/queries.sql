@@ -273,12 +273,23 @@ FROM call AS c LEFT JOIN call_model AS m ON m.key = c.model_key
 GROUP BY c.thread, coalesce(m.model, c.model);
 
 -- name: fallback_lines
--- A thread's lines written as a cut while the summarizer failed, steps' trees too.
-SELECT thread, count(*) AS lines FROM summary WHERE thread = :thread AND fallback <> 0
-GROUP BY thread;
+-- A thread's lines that read as a cut written while the summarizer failed, steps' trees too,
+-- each as its newest generation reads (a line asked again is one no more).
+SELECT s.thread, count(*) AS lines FROM summary AS s
+WHERE s.thread = :thread
+    AND coalesce((SELECT g.fallback FROM generation AS g
+                  WHERE g.thread = s.thread AND g.agent = s.agent AND g.level = s.level
+                      AND g.idx = s.idx
+                  ORDER BY g.generation DESC LIMIT 1), s.fallback) <> 0
+GROUP BY s.thread;
 
 -- name: all_fallback_lines
-SELECT thread, count(*) AS lines FROM summary WHERE fallback <> 0 GROUP BY thread;
+SELECT s.thread, count(*) AS lines FROM summary AS s
+WHERE coalesce((SELECT g.fallback FROM generation AS g
+                WHERE g.thread = s.thread AND g.agent = s.agent AND g.level = s.level
+                    AND g.idx = s.idx
+                ORDER BY g.generation DESC LIMIT 1), s.fallback) <> 0
+GROUP BY s.thread;
 
 -- name: erase_outline
 -- An erase deletes the outline first: on PostgreSQL its row lock waits for a commit in flight,

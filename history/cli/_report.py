@@ -52,15 +52,18 @@ class Figures:
 
 
 def figures(snap: Snapshot) -> Figures:
-    """One thread at a glance, from a snapshot of its whole tree (`snapshot`)."""
-    o, pending = snap.outline, len(snap.tail) - len(snap.outline.tail)
+    """One thread at a glance, from a snapshot of it (its tree need not be read): lines merge as
+    soon as their pair is written (SPEC section 6), so a tree over `n` lines has
+    `2n - popcount(n)` nodes in `n.bit_length()` levels."""
+    o, n = snap.outline, snap.outline.boundary
+    pending = len(snap.tail) - len(o.tail)
     return Figures(
         thread=o.thread,
         title=snap.about.title if snap.about else None,
         messages=o.position + 1 + pending,
         pending=pending,
-        nodes=len(snap.nodes),
-        depth=max((n.level + 1 for n in snap.nodes), default=0),
+        nodes=2 * n - n.bit_count(),
+        depth=n.bit_length(),
         lines=len(o.lines),
         bytes=o.bytes,
         tail=len(snap.tail),

@@ -37,10 +37,12 @@ async def _list(args: argparse.Namespace) -> int:
 
     must_exist(args.db)
     async with opened(args.db, read_only=True) as store:
-        names = await store.threads()
-        snapshots = [await report.snapshot(store, t) for t in names]
+        # A snapshot without its tree each (the outline and the tail), and the fallback lines
+        # counted in one read: a listing reads no tree.
+        snapshots = [s for t in await store.threads() if (s := await store.snapshot(t))]
+        _, fallen = await store.tallies()
     figures = [report.figures(s) for s in snapshots]
-    fallbacks = {s.outline.thread: report.fallbacks(s) for s in snapshots}
+    fallbacks = {f.thread: fallen.get(f.thread, 0) for f in figures}
     if args.match is not None:
         figures = [f for f in figures if report.matches(f, args.match)]
     if args.json:

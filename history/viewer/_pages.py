@@ -59,12 +59,11 @@ def height(top: int) -> int:
 
 
 async def threads(request: Request, history: ReadOnly) -> Response:
-    from ..cli._report import matches
+    from ..cli._report import figures, matches
 
     store = history.store
     match = request.query_params.get("match", "")
-    titles = {a.thread: a.title for a in await store.about()}
-    shown = [await reading.figures(store, t, titles.get(t)) for t in await store.threads()]
+    shown = [figures(snap) for t in await store.threads() if (snap := await store.snapshot(t))]
     if match:
         shown = [f for f in shown if matches(f, match)]
     return render(request, "threads.html", figures=shown, match=match, href=href)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..agent.lookup import Zoom, zoom
-from ..cli._report import Figures
+from ..cli._report import Figures, figures
 from ..contract import Hit, Message, Outline, Stored, Summary
 from ..errors import NotFoundError
 from ..plugin import Reading
@@ -72,33 +72,6 @@ class Page:
     """Each agent's step outline: the lines only that agent is sent for its steps that left."""
 
 
-def figures_of(outline: Outline, whole: Sequence[Stored], title: str | None) -> Figures:
-    """A thread's figures, as `threads` and `show` give them, from its outline alone: lines
-    merge as soon as their pair is written (SPEC section 6), so a tree over `n` lines has
-    `2n - popcount(n)` nodes in `n.bit_length()` levels."""
-    n, pending = outline.boundary, len(whole) - len(outline.tail)
-    return Figures(
-        thread=outline.thread,
-        title=title,
-        messages=outline.position + 1 + pending,
-        pending=pending,
-        nodes=2 * n - n.bit_count(),
-        depth=n.bit_length(),
-        lines=len(outline.lines),
-        bytes=outline.bytes,
-        tail=len(whole),
-        tokens=outline.tokens + sum(s.weight for s in whole[len(outline.tail) :]),
-    )
-
-
-async def figures(store: Store, thread: str, title: str | None) -> Figures:
-    """One thread's figures, without reading its tree."""
-    snapshot = await store.snapshot(thread)
-    if snapshot is None:
-        raise NotFoundError(f"no thread {thread!r} in {store.url!r}")
-    return figures_of(snapshot.outline, snapshot.tail, title)
-
-
 def tops(boundary: int) -> list[Key]:
     """The top nodes of a tree over `boundary` lines, oldest first: one per bit of it."""
     keys, first = [], 0
@@ -155,11 +128,10 @@ async def read_page(
         for level, index, _, _ in outline.lines
         if (level, index) in nodes
     )
-    about, whole = snapshot.about, snapshot.tail
     return Page(
-        figures=figures_of(outline, whole, about.title if about else None),
+        figures=figures(snapshot),
         outline=outline,
-        whole=whole,
+        whole=snapshot.tail,
         drawn=Drawn(
             span=boundary, top=max(boundary.bit_length() - 1, 0), boxes=tuple(boxes), outline=lines
         ),
