@@ -47,6 +47,20 @@ async def test_view_zoom_and_search_read_a_store_as_its_history_does(
     assert path.stat().st_mtime_ns == before  # read only: nothing written
 
 
+async def test_a_read_only_store_reads_on_every_database(
+    open_history: Opener, database: str
+) -> None:
+    texts = [f"Ticket {k} is about the {['venue', 'budget', 'menu'][k % 3]}." for k in range(40)]
+    async with open_history(store=database, **SETTINGS) as run:
+        await run.send(*exchange(texts))
+        written = prompt_text(await view(run.history, "t"))
+        found = await search(run.history, "t", "ticket 7 budget")
+    async with ReadOnly.opened(database, HistorySettings(**SETTINGS)) as reader:
+        assert prompt_text(await view(reader, "t")) == written
+        assert await search(reader, "t", "ticket 7 budget") == found
+    assert found and written.startswith("[outline]\n")
+
+
 async def test_a_missing_store_is_refused_and_not_made(tmp_path: Path) -> None:
     path = tmp_path / "none.sqlite"
     with pytest.raises(StoreError):
