@@ -199,11 +199,10 @@ _RAW = (
     "insert_search_pending",
     "post_words",
     "post_search",
-    "mark_posted",
     "unpend",
 )
 """What a raw writer runs: a message, its search row and its waiting words, a thread's terms,
-postings, mark and the words it no longer keeps."""
+postings, and the words it no longer keeps."""
 
 
 async def _schema(where: str) -> None:
@@ -218,7 +217,7 @@ async def raw_rate(prepared: Rows, path: Path) -> float:
     row and its search row, one autocommit INSERT each, and a thread's postings written (by the
     store's own statements, in a transaction) once they are due, as the store writes them."""
     await _schema(str(path))
-    insert, index, wait, number, post, mark, unpend = _sql("sqlite", *_RAW)
+    insert, index, wait, number, post, unpend = _sql("sqlite", *_RAW)
     async with aiosqlite.connect(path, isolation_level=None) as db:
         for pragma in PRAGMAS:
             await db.execute(f"PRAGMA {pragma}")
@@ -230,7 +229,7 @@ async def raw_rate(prepared: Rows, path: Path) -> float:
                 await db.execute(wait, indexed[1])
             if due is not None:
                 await db.execute("BEGIN IMMEDIATE")
-                for statement in (number, post, mark, unpend):
+                for statement in (number, post, unpend):
                     await db.execute(statement, (due,))
                 await db.execute("COMMIT")
         return len(prepared.messages) / (time.perf_counter() - started)
@@ -253,7 +252,7 @@ async def batched_rate(prepared: Rows, path: Path) -> float:
     """Messages per second with every row in one transaction and the postings written once at
     the end (for scale)."""
     await _schema(str(path))
-    insert, index, wait, number, post, mark, unpend = _sql("sqlite", *_RAW)
+    insert, index, wait, number, post, unpend = _sql("sqlite", *_RAW)
     db = sqlite3.connect(path, isolation_level=None)
     for pragma in PRAGMAS:
         db.execute(f"PRAGMA {pragma}")
@@ -264,7 +263,7 @@ async def batched_rate(prepared: Rows, path: Path) -> float:
     db.executemany(index, searched)
     db.executemany(wait, waiting)
     for thread in set(prepared.threads):
-        for statement in (number, post, mark, unpend):
+        for statement in (number, post, unpend):
             db.execute(statement, (thread,))
     db.execute("COMMIT")
     rate = len(prepared.messages) / (time.perf_counter() - started)
@@ -315,7 +314,7 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
     import asyncpg
 
     await _schema(url)
-    insert, index, wait, number, post, mark, unpend = _sql("postgresql", *_RAW)
+    insert, index, wait, number, post, unpend = _sql("postgresql", *_RAW)
     third = len(prepared.messages) // 3
     parts = [prepared.part(k * third, (k + 1) * third) for k in range(3)]
     db = await asyncpg.connect(url)
@@ -328,7 +327,7 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
                 await db.execute(wait, *indexed[1])
             if due is not None:
                 async with db.transaction():
-                    for statement in (number, post, mark, unpend):
+                    for statement in (number, post, unpend):
                         await db.execute(statement, due)
         stored = third / (time.perf_counter() - started)
         started = time.perf_counter()
@@ -342,7 +341,7 @@ async def postgres_raw_rate(prepared: Rows, url: str) -> tuple[float, float, flo
             await db.executemany(index, searched)
             await db.executemany(wait, waiting)
             for thread in set(parts[2].threads):
-                for statement in (number, post, mark, unpend):
+                for statement in (number, post, unpend):
                     await db.execute(statement, thread)
         return stored, alone, third / (time.perf_counter() - started)
     finally:

@@ -46,18 +46,21 @@ SELECT DISTINCT thread FROM message;
 
 -- name: insert_search
 -- A row of the index, its postings not yet written (`post_search`): its words wait beside it.
-INSERT INTO search (thread, agent, line, level, idx, message, since, at, length, posted)
-VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :length, FALSE);
+INSERT INTO search (thread, agent, line, level, idx, message, since, at, length)
+VALUES (:thread, :agent, :line, :level, :idx, :message, :since, :at, :length);
 
 -- name: insert_search_pending
 INSERT INTO search_pending (thread, agent, line, level, idx, words)
 VALUES (:thread, :agent, :line, :level, :idx, :words);
 
 -- name: unposted
--- How many of the thread's messages wait for their postings, and how many terms they hold (the
--- rows the `search_unposted` index finds, the lines that wait with them left out).
-SELECT count(*) AS count, coalesce(sum(length), 0) AS terms FROM search
-WHERE thread = :thread AND NOT posted AND NOT line;
+-- How many of the thread's messages wait for their postings (their words in `search_pending`),
+-- and how many terms they hold, the lines that wait with them left out.
+SELECT count(*) AS count, coalesce(sum(s.length), 0) AS terms
+FROM search_pending AS p
+JOIN search AS s ON s.thread = p.thread AND s.agent = p.agent AND s.line = p.line
+    AND s.level = p.level AND s.idx = p.idx
+WHERE p.thread = :thread AND NOT p.line;
 
 -- name: post_words
 -- The terms of the thread's unposted rows that it has not numbered yet (`search_word`). A row's
@@ -78,9 +81,6 @@ FROM search_pending AS s, json_each('["' || replace(trim(s.words), '  ', '","') 
 CROSS JOIN search_word AS w ON w.thread = s.thread AND w.agent = s.agent AND w.stem = k.value
 WHERE s.thread = :thread AND k.value <> ''
 GROUP BY w.id, s.line, s.level, s.idx ORDER BY w.id, s.line, s.level, s.idx;
-
--- name: mark_posted
-UPDATE search SET posted = TRUE WHERE thread = :thread AND NOT posted;
 
 -- name: unpend
 -- Posted rows keep no words: their postings hold them.
@@ -373,8 +373,8 @@ CROSS JOIN search AS s ON s.thread = :thread AND s.agent = :agent
 
 -- name: search_unposted
 -- Search: the words of one agent's rows whose postings are not written yet, with their length
--- and `at` (those of a batch of messages at most, `history.store._writes.due`, and of the lines
--- written with them, from the `search_unposted` index).
+-- and `at` (those of a batch of messages at most, `history.store._search.indexing.due`, and of
+-- the lines written with them).
 SELECT s.line, s.level, s.idx, p.words, s.length, s.at
 FROM search_pending AS p
 JOIN search AS s ON s.thread = p.thread AND s.agent = p.agent AND s.line = p.line

@@ -159,10 +159,8 @@ CREATE TABLE search (
     at TEXT NOT NULL,
     since TEXT NOT NULL,
     message TEXT,
-    posted BOOLEAN NOT NULL,
     PRIMARY KEY (thread, agent, line, level, idx) INCLUDE (length, at)
 );
-CREATE INDEX search_unposted ON search (thread, agent) WHERE NOT posted;
 CREATE TABLE search_pending (
     thread TEXT NOT NULL,
     agent TEXT NOT NULL,

@@ -161,10 +161,8 @@ CREATE TABLE search (
     at TEXT NOT NULL,
     since TEXT NOT NULL,
     message TEXT,
-    posted BOOLEAN NOT NULL,
     PRIMARY KEY (thread, agent, line, level, idx)
 ) WITHOUT ROWID;
-CREATE INDEX search_unposted ON search (thread, agent) WHERE NOT posted;
 CREATE TABLE search_pending (
     thread TEXT NOT NULL,
     agent TEXT NOT NULL,

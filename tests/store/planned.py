@@ -106,7 +106,6 @@ PLANNED: dict[str, Planned] = {
     "next call": _planned("next_call", ("thread",), thread="t"),
     "unposted": _planned("unposted", ("thread",), thread="t"),
     "post search": _planned("post_search", ("thread", "stem"), sorts=True, thread="t"),
-    "mark posted": _planned("mark_posted", ("thread",), thread="t"),
     "unpend": _planned("unpend", ("thread",), thread="t"),
     "post words": _planned("post_words", ("thread",), sorts=True, thread="t"),
     "search unposted": _planned("search_unposted", ("thread", "agent"), thread="t", agent=""),

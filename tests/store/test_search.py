@@ -317,9 +317,17 @@ async def test_a_message_is_indexed_by_the_commit_that_processes_it_once(databas
     assert await anyio.to_thread.run_sync(indexed, database) == [("t", True, 12)]
 
 
+POSTED = (
+    "NOT EXISTS (SELECT 1 FROM search_pending AS p WHERE p.thread = search.thread "
+    "AND p.agent = search.agent AND p.line = search.line AND p.level = search.level "
+    "AND p.idx = search.idx)"
+)
+"""A search row's postings are written: its words wait no more."""
+
+
 def unposted(database: str) -> int:
     """How many search rows wait for their postings."""
-    return int(run_sql(database, "SELECT count(*) FROM search WHERE NOT posted")[0][0])
+    return int(run_sql(database, f"SELECT count(*) FROM search WHERE NOT {POSTED}")[0][0])
 
 
 @pytest.mark.slow
@@ -340,8 +348,8 @@ async def test_lines_are_posted_with_the_messages(database: str) -> None:
         for m in exchange([f"{long} {k}" for k in range(25)]):  # 50 messages, under a batch
             await history.message_created(m)
         await history.wait()
-        assert await count("NOT posted AND line") > 40
-        assert await count("posted") == 0
+        assert await count(f"NOT {POSTED} AND line") > 40
+        assert await count(POSTED) == 0
         [hit] = await history.store.search("t", "s8", 5)  # the scripted line of message 8
         assert (hit.label, hit.text) == ("8+1", "S8")
         for m in exchange([f"{long} {k}" for k in range(25, 40)], start=50):
@@ -351,8 +359,8 @@ async def test_lines_are_posted_with_the_messages(database: str) -> None:
             ("8+1", "S8")
         ]
     # The batch that the 64th waiting message started took the lines with it.
-    assert await count("NOT posted AND NOT line") < indexing.POSTED_TOGETHER
-    assert await count("posted AND line") > 40
+    assert await count(f"NOT {POSTED} AND NOT line") < indexing.POSTED_TOGETHER
+    assert await count(f"{POSTED} AND line") > 40
 
 
 def test_a_batch_of_postings_grows_with_its_thread_up_to_a_bound() -> None:
@@ -402,7 +410,7 @@ async def test_long_messages_are_posted_before_a_batch_of_them_waits(database: s
         last = await history.store.search("t", "venue9", 5)
     assert 0 < await anyio.to_thread.run_sync(unposted, database) < 20 < indexing.POSTED_TOGETHER
     posted = await anyio.to_thread.run_sync(
-        run_sql, database, "SELECT idx, posted FROM search WHERE NOT line AND idx IN (0, 18)"
+        run_sql, database, f"SELECT idx, {POSTED} FROM search WHERE NOT line AND idx IN (0, 18)"
     )
     assert sorted((int(i), bool(p)) for i, p in posted) == [(0, True), (18, False)]
     assert (first[0].message, last[0].message) == ("t-0", "t-18")  # one posted, one waiting
@@ -430,8 +438,8 @@ async def test_rows_waiting_for_their_postings_are_found_as_posted_ones(database
 
 
 async def test_words_wait_beside_their_rows_and_go_with_them(database: str) -> None:
-    """A row's words wait in `search_pending` until its postings are written, one pending row
-    for each row that waits, and go when their row goes (taken back, erased)."""
+    """A row's words wait in `search_pending` until its postings are written, each beside its
+    row, and go when their row goes (taken back, erased)."""
     settings = HistorySettings(summarizer="scripted", tail=(40_000, 80_000))
 
     def pending() -> set[tuple[Any, ...]]:
@@ -439,7 +447,13 @@ async def test_words_wait_beside_their_rows_and_go_with_them(database: str) -> N
         return {tuple(r) for r in found}
 
     def waiting() -> set[tuple[Any, ...]]:
-        found = run_sql(database, "SELECT thread, line, level, idx FROM search WHERE NOT posted")
+        """The pending rows whose search row is there."""
+        found = run_sql(
+            database,
+            "SELECT p.thread, p.line, p.level, p.idx FROM search_pending AS p JOIN search AS s "
+            "ON s.thread = p.thread AND s.agent = p.agent AND s.line = p.line "
+            "AND s.level = p.level AND s.idx = p.idx",
+        )
         return {tuple(r) for r in found}
 
     async with History(settings, store=database) as history:
@@ -508,7 +522,8 @@ async def test_a_store_indexed_before_its_terms_were_numbered_is_indexed_again_a
     # As a store of before left it: its index is made again, no words kept once the postings
     # are written.
     for sql in (
-        "DELETE FROM migration WHERE name IN ('0051_search_compact', '0075_search_pending')",
+        "DELETE FROM migration WHERE name IN "
+        "('0051_search_compact', '0075_search_pending', '0080_search_unflagged')",
         "DROP TABLE search_word",
         "DROP TABLE search_pending",
     ):

@@ -57,7 +57,6 @@ async def post(tx: Transaction, thread: str, *, length: int | None = None) -> No
             return
     await tx.execute("post_words", thread=thread)
     await tx.execute("post_search", thread=thread)
-    await tx.execute("mark_posted", thread=thread)
     await tx.execute("unpend", thread=thread)
 
 
