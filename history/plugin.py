@@ -33,7 +33,14 @@ from anyio.abc import TaskGroup
 
 from ._adopting import Recorded
 from ._again import Again
-from ._checks import argument_text, optional_argument_text, optional_text, space_name, whole
+from ._checks import (
+    argument_text,
+    optional_argument_text,
+    optional_text,
+    space_name,
+    whole,
+    wrong,
+)
 from ._lane import STORE_CLOSE, AskListener, Lane, Lanes, Lookouts, Runner
 from ._renaming import rename
 from ._retracting import retract
@@ -535,8 +542,12 @@ class ReadOnly:
     ) -> AsyncIterator[ReadOnly]:
         """The store at a path or URL, opened read only (a `Store` as it is given), closed on
         leaving."""
+        if settings is not None and not isinstance(settings, HistorySettings):
+            wrong("settings", settings, "a HistorySettings")
         if isinstance(store, str | Path):
             store = open_store(store, create=False, read_only=True)
+        elif not callable(getattr(store, "snapshot", None)):
+            wrong("store", store, "a path, a URL or a Store")
         await store.open()
         try:
             yield cls(store) if settings is None else cls(store, settings)

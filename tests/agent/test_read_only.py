@@ -72,6 +72,13 @@ async def test_a_missing_store_is_refused_and_not_made(tmp_path: Path) -> None:
 async def test_a_reader_that_is_neither_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="history"):
         await search("chat.sqlite", "t", "venue")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="store"):
+        async with ReadOnly.opened(123):  # type: ignore[arg-type]
+            pass
+    with pytest.raises(InputError, match="settings"):
+        async with ReadOnly.opened(tmp_path / "chat.sqlite", {"tail": (1, 2)}):  # type: ignore[arg-type]
+            pass
+    assert not (tmp_path / "chat.sqlite").exists()
 
 
 async def test_an_agent_recording_its_run_needs_a_history(open_history: Opener) -> None:
