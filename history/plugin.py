@@ -521,7 +521,7 @@ class History:
             self._lanes.stop(lane)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReadOnly:
     """A store and the settings its threads are read with: what `view`, `zoom` and `search`
     need, without a `History` (no summarizer is made, nothing is processed or written).

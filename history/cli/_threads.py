@@ -40,7 +40,7 @@ async def _list(args: argparse.Namespace) -> int:
         # A snapshot without its tree each (the outline and the tail), and the fallback lines
         # counted in one read: a listing reads no tree.
         snapshots = [s for t in await store.threads() if (s := await store.snapshot(t))]
-        _, fallen = await store.tallies()
+        fallen = await store.fallbacks()
     figures = [report.figures(s) for s in snapshots]
     fallbacks = {f.thread: fallen.get(f.thread, 0) for f in figures}
     if args.match is not None:

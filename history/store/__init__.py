@@ -197,7 +197,12 @@ class Store(Protocol):
 
     async def tallies(self, thread: str | None = None) -> tuple[list[Tally], dict[str, int]]:
         """One thread's recorded calls (or every thread's) counted per thread and model, and
-        each thread's fallback lines (`Summary.fallback`, those it has), in one read."""
+        each thread's fallback lines (`fallbacks`), in one read."""
+        ...
+
+    async def fallbacks(self, thread: str | None = None) -> dict[str, int]:
+        """Each thread's lines (or one thread's) that read as a fallback, each as its newest
+        generation reads (a line asked again is one no more); the threads that have some."""
         ...
 
     async def moves(self, thread: str) -> list[Move]:

@@ -444,10 +444,12 @@ class SQLStore:
                 Tally(r["thread"], r["model"], *(int(r[k]) for k in counted))
                 for r in await tx.fetch(every + "tally", **scope)
             ]
-            lines = await tx.fetch(every + "fallback_lines", **scope)
-            return calls, {r["thread"]: int(r["lines"]) for r in lines}
+            return calls, await _fallback_lines(tx, thread)
 
         return await self._sql.run(read, mode="snapshot")
+
+    async def fallbacks(self, thread: str | None = None) -> dict[str, int]:
+        return await self._sql.run(partial(_fallback_lines, thread=thread), mode="snapshot")
 
     async def moves(self, thread: str) -> list[Move]:
         found = await self._sql.run(lambda tx: tx.fetch("moves", thread=thread))
@@ -576,6 +578,15 @@ def _in_order(nodes: Sequence[Summary], keys: Sequence[tuple[int, int]]) -> list
     """The nodes of one tree at `keys`, in the order of `keys` (those that exist)."""
     by_key = {(node.level, node.index): node for node in nodes}
     return [by_key[key] for key in keys if key in by_key]
+
+
+async def _fallback_lines(tx: Transaction, thread: str | None) -> dict[str, int]:
+    """Each thread's lines (or one thread's) that read as a fallback, those that have some."""
+    if thread is None:
+        found = await tx.fetch("all_fallback_lines")
+    else:
+        found = await tx.fetch("fallback_lines", thread=thread)
+    return {r["thread"]: int(r["lines"]) for r in found}
 
 
 def _keys(lines: Sequence[Entry] | Sequence[list[Any]]) -> list[tuple[int, int]]:

@@ -91,14 +91,14 @@ async def test_fallback_lines_are_asked_again_as_a_new_generation_once_it_answer
     ) as history:
         await fallback_threads(history, "ab")
         before = await fallbacks(history, "b")
-        counted_before = (await history.store.tallies())[1]
+        counted_before = await history.store.fallbacks()
         down = returning.calls
         await anyio.sleep(0.3)  # no re-summary, no probe while it is down and nothing is asked
         assert returning.calls == down and history.counters.reasked == 0
         await answer_again(history, returning)
         await asked_again(history, "ab")
         found = await tree(history.store, "b")
-        counted_after = (await history.store.tallies())[1]
+        counted_after = await history.store.fallbacks()
     assert before  # thread b had fallback lines, and no message since
     # `threads` and `stats` count them in one read, each line as its newest generation reads.
     assert counted_before["b"] == len(before) and counted_after == {}

@@ -124,5 +124,8 @@ async def test_the_store_counts_calls_per_model_and_fallback_lines_in_one_read(
             {k: n for k, n in fallbacks.items() if k == "u"},
         )
         assert await store.tallies("nobody") == ([], {})
+        assert await store.fallbacks() == fallbacks
+        assert await store.fallbacks("u") == {k: n for k, n in fallbacks.items() if k == "u"}
+        assert await store.fallbacks("nobody") == {}
     finally:
         await store.close()
