@@ -60,27 +60,38 @@ SELECT thread, title, settings, space FROM thread ORDER BY thread COLLATE "C";
 SELECT id, thread FROM message WHERE thread <> :thread AND id = ANY(:ids::text[]);
 
 -- name: search_postings
-SELECT w.stem AS term, t.line, t.level, t.idx, t.n, s.length, s.at
+-- A term's postings are packed 64 to a row (`search_term`, step 0090): each read unnests the
+-- rows it reads, a posting's index being `bucket * 64` plus its offset.
+SELECT w.stem AS term, t.line, t.level, t.bucket * 64 + p.o AS idx, p.n, s.length, s.at
 FROM unnest(:terms::text[]) AS k (term)
 CROSS JOIN LATERAL (
     SELECT id, stem FROM search_word
     WHERE thread = :thread AND agent = :agent AND stem = k.term LIMIT 1
 ) AS w
 JOIN search_term AS t ON t.word = w.id
+CROSS JOIN LATERAL unnest(t.idxs, t.ns) AS p (o, n)
 CROSS JOIN LATERAL (
     SELECT length, at FROM search
     WHERE thread = :thread AND agent = :agent AND line = t.line AND level = t.level
-      AND idx = t.idx
+      AND idx = t.bucket * 64 + p.o
     LIMIT 1
 ) AS s;
 
 -- name: search_frequencies
+-- Each row holds one posting at least, so the first `:cap + 1` rows hold more than `:cap` when
+-- the term has; `last` is found in the row where the running count passes `:cap`.
 SELECT w.stem AS term, l.line,
-       (SELECT count(*) FROM (SELECT 1 FROM search_term
-                              WHERE word = w.id AND line = l.line LIMIT :cap + 1) AS p) AS count,
-       (SELECT level::bigint * 4294967296 + idx FROM search_term
-        WHERE word = w.id AND line = l.line
-        ORDER BY level, idx LIMIT 1 OFFSET :cap) AS last
+       (SELECT least(coalesce(sum(cardinality(idxs)), 0), :cap + 1) FROM (
+            SELECT idxs FROM search_term WHERE word = w.id AND line = l.line
+            ORDER BY level, bucket LIMIT :cap + 1) AS c) AS count,
+       (SELECT c.level::bigint * 4294967296 + c.bucket * 64
+               + c.idxs[1 + :cap - (c.upto - cardinality(c.idxs))]
+        FROM (SELECT level, bucket, idxs,
+                     sum(cardinality(idxs)) OVER (ORDER BY level, bucket) AS upto
+              FROM (SELECT level, bucket, idxs FROM search_term
+                    WHERE word = w.id AND line = l.line
+                    ORDER BY level, bucket LIMIT :cap + 1) AS f) AS c
+        WHERE c.upto > :cap ORDER BY c.level, c.bucket LIMIT 1) AS last
 FROM unnest(:terms::text[]) AS k (term)
 CROSS JOIN LATERAL (
     SELECT id, stem FROM search_word
@@ -89,14 +100,24 @@ CROSS JOIN LATERAL (
 CROSS JOIN (VALUES (FALSE), (TRUE)) AS l (line);
 
 -- name: search_newest
+-- The newest rows whose postings reach `:cap`, read backwards along the key, then their newest
+-- `:cap` postings.
 SELECT w.stem AS term, t.line, t.level, t.idx, t.n, s.length, s.at
 FROM (
     SELECT id, stem FROM search_word
     WHERE thread = :thread AND agent = :agent AND stem = :term LIMIT 1
 ) AS w
 CROSS JOIN LATERAL (
-    SELECT line, level, idx, n FROM search_term WHERE word = w.id AND line = :line
-    ORDER BY level DESC, idx DESC LIMIT :cap
+    SELECT c.line, c.level, c.bucket * 64 + p.o AS idx, p.n
+    FROM (SELECT line, level, bucket, idxs, ns,
+                 sum(cardinality(idxs)) OVER (ORDER BY level DESC, bucket DESC)
+                     - cardinality(idxs) AS before
+          FROM (SELECT line, level, bucket, idxs, ns FROM search_term
+                WHERE word = w.id AND line = :line
+                ORDER BY level DESC, bucket DESC LIMIT :cap) AS f) AS c
+    CROSS JOIN LATERAL unnest(c.idxs, c.ns) AS p (o, n)
+    WHERE c.before < :cap
+    ORDER BY c.level DESC, idx DESC LIMIT :cap
 ) AS t
 CROSS JOIN LATERAL (
     SELECT length, at FROM search
@@ -113,14 +134,21 @@ CROSS JOIN LATERAL (
     WHERE thread = :thread AND agent = :agent AND stem = k.term LIMIT 1
 ) AS w
 CROSS JOIN LATERAL (
-    SELECT idx FROM search_term WHERE word = w.id AND line = FALSE AND level = 0
+    SELECT c.bucket * 64 + p.o AS idx
+    FROM (SELECT bucket, idxs,
+                 sum(cardinality(idxs)) OVER (ORDER BY bucket DESC) - cardinality(idxs) AS before
+          FROM (SELECT bucket, idxs FROM search_term
+                WHERE word = w.id AND line = FALSE AND level = 0
+                ORDER BY bucket DESC LIMIT :cap) AS f) AS c
+    CROSS JOIN LATERAL unnest(c.idxs) AS p (o)
+    WHERE c.before < :cap
     ORDER BY idx DESC LIMIT :cap
 ) AS t
 GROUP BY t.idx HAVING count(*) >= 2
 ORDER BY t.idx DESC LIMIT :limit;
 
 -- name: search_held
-SELECT w.stem AS term, t.line, t.level, t.idx, t.n
+SELECT w.stem AS term, t.line, t.level, k.idx, t.ns[t.at] AS n
 FROM unnest(:key_terms::text[], :key_lines::boolean[], :key_levels::integer[],
             :key_indexes::bigint[]) AS k (term, line, level, idx)
 CROSS JOIN LATERAL (
@@ -128,10 +156,11 @@ CROSS JOIN LATERAL (
     WHERE thread = :thread AND agent = :agent AND stem = k.term LIMIT 1
 ) AS w
 CROSS JOIN LATERAL (
-    SELECT line, level, idx, n FROM search_term
-    WHERE word = w.id AND line = k.line AND level = k.level AND idx = k.idx
+    SELECT line, level, ns, array_position(idxs, (k.idx % 64)::smallint) AS at FROM search_term
+    WHERE word = w.id AND line = k.line AND level = k.level AND bucket = k.idx / 64
     LIMIT 1
-) AS t;
+) AS t
+WHERE t.at IS NOT NULL;
 
 -- name: search_places
 SELECT s.idx, s.length, s.at FROM unnest(:indexes::bigint[]) AS k (idx) CROSS JOIN LATERAL (
@@ -163,19 +192,28 @@ WHERE s.thread = :thread
 ON CONFLICT (thread, agent, stem) DO NOTHING;
 
 -- name: post_search
--- The postings of the thread's unposted rows, in the order of `search_term`'s key. Each term's
--- number is looked up by its key (LATERAL): joined as a table, search_word without statistics
--- was planned as the outer loop, and each row's terms were unnested again for every word (a
--- few long messages took minutes).
-INSERT INTO search_term (word, line, level, idx, n)
-SELECT w.id, s.line, s.level, s.idx, count(*)
-FROM search_pending AS s CROSS JOIN search_terms(s.words) AS t
-CROSS JOIN LATERAL (
-    SELECT id FROM search_word
-    WHERE thread = s.thread AND agent = s.agent AND stem = t LIMIT 1
-) AS w
-WHERE s.thread = :thread
-GROUP BY w.id, s.line, s.level, s.idx ORDER BY w.id, s.line, s.level, s.idx;
+-- The postings of the thread's unposted rows, packed by bucket (`search_term`) and merged into
+-- the bucket's row where it has one already. Each term's number is looked up by its key
+-- (LATERAL): joined as a table, search_word without statistics was planned as the outer loop,
+-- and each row's terms were unnested again for every word (a few long messages took minutes).
+INSERT INTO search_term AS t (word, line, level, bucket, idxs, ns)
+SELECT word, line, level, bucket, array_agg(o ORDER BY o), array_agg(n ORDER BY o)
+FROM (
+    SELECT w.id AS word, s.line, s.level, s.idx / 64 AS bucket, (s.idx % 64)::smallint AS o,
+           count(*)::integer AS n
+    FROM search_pending AS s CROSS JOIN search_terms(s.words) AS k
+    CROSS JOIN LATERAL (
+        SELECT id FROM search_word
+        WHERE thread = s.thread AND agent = s.agent AND stem = k LIMIT 1
+    ) AS w
+    WHERE s.thread = :thread
+    GROUP BY w.id, s.line, s.level, s.idx
+) AS p
+GROUP BY word, line, level, bucket ORDER BY word, line, level, bucket
+ON CONFLICT (word, line, level, bucket) DO UPDATE SET (idxs, ns) = (
+    SELECT array_agg(u.o ORDER BY u.o), array_agg(u.n ORDER BY u.o)
+    FROM unnest(t.idxs || excluded.idxs, t.ns || excluded.ns) AS u (o, n)
+);
 
 -- name: node_generations
 SELECT g.thread, g.agent, g.level, g.idx, g.generation, g.text, g.bytes, g.form, g.fallback,
@@ -196,10 +234,25 @@ WHERE lease.owner = excluded.owner OR lease.expires < extract(epoch FROM clock_t
 UPDATE lease SET expires = extract(epoch FROM clock_timestamp())::double precision + :seconds WHERE thread = :thread AND owner = :owner;
 
 -- name: unpost
-DELETE FROM search_term
-WHERE line = :line AND level = :level AND idx = :idx AND word IN (
-    SELECT id FROM search_word
-    WHERE thread = :thread AND agent = :agent AND stem = ANY(:stems::text[]));
+-- A row's postings, by the stems of the text it was indexed from: each taken out of its
+-- bucket's row, and a row left empty deleted.
+WITH found AS (
+    SELECT t.word, array_position(t.idxs, (:idx % 64)::smallint) AS at, cardinality(t.idxs) AS n
+    FROM search_word AS w
+    JOIN search_term AS t ON t.word = w.id AND t.line = :line AND t.level = :level
+        AND t.bucket = :idx / 64
+    WHERE w.thread = :thread AND w.agent = :agent AND w.stem = ANY(:stems::text[])
+), emptied AS (
+    DELETE FROM search_term AS t USING found AS f
+    WHERE f.at IS NOT NULL AND f.n = 1 AND t.word = f.word AND t.line = :line
+      AND t.level = :level AND t.bucket = :idx / 64
+)
+UPDATE search_term AS t
+SET idxs = t.idxs[1 : f.at - 1] || t.idxs[f.at + 1 :],
+    ns = t.ns[1 : f.at - 1] || t.ns[f.at + 1 :]
+FROM found AS f
+WHERE f.at IS NOT NULL AND f.n > 1 AND t.word = f.word AND t.line = :line
+  AND t.level = :level AND t.bucket = :idx / 64;
 
 -- name: line_texts
 SELECT s.agent, s.level, s.idx, s.since, s.at, t.text

@@ -146,9 +146,11 @@ CREATE TABLE lease (
 );
 
 -- Search: one row per message or line indexed (search), its words until they are posted
--- (search_pending, gone with its row), each thread's words numbered (search_word), a posting per word and row
--- (search_term), each thread's counts kept by triggers (search_corpus), and the language the
--- index stems in (search_language).
+-- (search_pending, gone with its row), each thread's words numbered (search_word), the postings
+-- of a word among 64 rows of a level packed in one row (search_term: the row's offsets among
+-- the 64, ascending, and how often each holds the word; SQLite keeps a row a posting), each
+-- thread's counts kept by triggers (search_corpus), and the language the index stems in
+-- (search_language).
 CREATE TABLE search (
     thread TEXT NOT NULL,
     agent TEXT NOT NULL,
@@ -182,9 +184,10 @@ CREATE TABLE search_term (
     word BIGINT NOT NULL,
     line BOOLEAN NOT NULL,
     level INTEGER NOT NULL,
-    idx BIGINT NOT NULL,
-    n INTEGER NOT NULL,
-    PRIMARY KEY (word, line, level, idx) INCLUDE (n)
+    bucket BIGINT NOT NULL,
+    idxs SMALLINT[] NOT NULL,
+    ns INTEGER[] NOT NULL,
+    PRIMARY KEY (word, line, level, bucket)
 );
 CREATE TABLE search_corpus (
     thread TEXT NOT NULL,

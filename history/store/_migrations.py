@@ -44,6 +44,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0070_generations", "generations.sql"),
     ("0075_search_pending", "search_pending.sql"),
     ("0080_search_unflagged", "search_unflagged.sql"),
+    ("0090_search_packed", "search_packed.sql"),
 )
 """Named steps, applied in order, each in its own transaction and recorded in `migration`."""
 MIGRATION_TABLE = QUERIES["migration_table"].sqlite.text

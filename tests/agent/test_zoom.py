@@ -183,7 +183,7 @@ async def test_an_older_database_is_indexed_when_opened(
         "DELETE FROM migration "
         "WHERE name IN ('0005_search', '0012_search2', '0013_search_gin', '0015_search_terms', "
         "'0016_search_posted', '0051_search_compact', '0075_search_pending', "
-        "'0080_search_unflagged')"
+        "'0080_search_unflagged', '0090_search_packed')"
     )
     for statement in [*UNINDEXED[kind], forget]:
         await anyio.to_thread.run_sync(run_sql, database, statement)

@@ -26,6 +26,9 @@ class Planned:
     """Its PostgreSQL text, when it is not `sql`."""
     postgresql_args: tuple[Any, ...] | None = None
     """Its PostgreSQL arguments, when they are not `args`."""
+    postgresql_key: tuple[str, ...] | None = None
+    """Its `key` on PostgreSQL, when it is not `key`: a term's postings are packed 64 to a row
+    there, keyed by their `bucket` (`idx / 64`)."""
     sorts: bool = False
     """It sorts what it reads, a batch its index bounds: SQLite's temporary B-tree is allowed."""
 
@@ -36,6 +39,7 @@ def _planned(
     *,
     arrays: dict[str, list[Any]] | None = None,
     sorts: bool = False,
+    postgresql_key: tuple[str, ...] | None = None,
     **params: Any,
 ) -> Planned:
     """The entry `name` with `params`; a list is given as JSON for SQLite, and as an array
@@ -47,6 +51,7 @@ def _planned(
         key=key,
         postgresql=query.postgresql.text,
         postgresql_args=query.postgresql.args({**params, **(arrays or {})}),
+        postgresql_key=postgresql_key,
         sorts=sorts,
     )
 
@@ -143,6 +148,7 @@ PLANNED: dict[str, Planned] = {
     "search held": _planned(
         "search_held",
         ("word", "line", "level", "idx"),
+        postgresql_key=("word", "line", "level", "bucket"),
         thread="t",
         agent="",
         keys='[["venue", false, 0, 1], ["plan", true, 1, 0]]',
@@ -164,6 +170,7 @@ PLANNED: dict[str, Planned] = {
     "unpost": _planned(
         "unpost",
         ("word", "line", "level", "idx"),
+        postgresql_key=("word", "line", "level", "bucket"),
         thread="t",
         agent="",
         line=False,

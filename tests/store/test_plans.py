@@ -189,13 +189,14 @@ def _postgres_problems(name: str, planned: Planned, plan: dict[str, Any]) -> lis
         relation = node.get("Relation Name")
         if node["Node Type"] == "Seq Scan" and relation in COLLECTIONS:
             problems.append(f"{name}: a sequential scan of {relation}")
-    if planned.key:
+    key = planned.postgresql_key or planned.key
+    if key:
         conditions = [node["Index Cond"] for node in nodes if "Index Cond" in node]
         if not any(
-            all(re.search(rf"\b{column}\b", condition) for column in planned.key)
+            all(re.search(rf"\b{column}\b", condition) for column in key)
             for condition in conditions
         ):
-            problems.append(f"{name}: no index lookup by {', '.join(planned.key)} ({conditions})")
+            problems.append(f"{name}: no index lookup by {', '.join(key)} ({conditions})")
     return problems
 
 

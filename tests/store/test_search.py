@@ -523,7 +523,8 @@ async def test_a_store_indexed_before_its_terms_were_numbered_is_indexed_again_a
     # are written.
     for sql in (
         "DELETE FROM migration WHERE name IN "
-        "('0051_search_compact', '0075_search_pending', '0080_search_unflagged')",
+        "('0051_search_compact', '0075_search_pending', '0080_search_unflagged', "
+        "'0090_search_packed')",
         "DROP TABLE search_word",
         "DROP TABLE search_pending",
     ):

@@ -1,0 +1,2 @@
+-- SQLite keeps a posting a row (`search_term` is WITHOUT ROWID: about 14 bytes each); see
+-- `search_packed.postgresql.sql`.
