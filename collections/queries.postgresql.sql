@@ -77,6 +77,31 @@ CROSS JOIN LATERAL (
     LIMIT 1
 ) AS s;
 
+-- name: unposted
+-- Each waiting row's search row by its key (LATERAL), here and in `search_unposted`: joined as
+-- tables, without statistics the planner read every search row of the thread and looked each
+-- up among the waiting ones.
+SELECT count(*) AS count, coalesce(sum(s.length), 0) AS terms
+FROM search_pending AS p
+CROSS JOIN LATERAL (
+    SELECT length FROM search
+    WHERE thread = p.thread AND agent = p.agent AND line = p.line AND level = p.level
+      AND idx = p.idx
+    LIMIT 1
+) AS s
+WHERE p.thread = :thread AND NOT p.line;
+
+-- name: search_unposted
+SELECT s.line, s.level, s.idx, p.words, s.length, s.at
+FROM search_pending AS p
+CROSS JOIN LATERAL (
+    SELECT line, level, idx, length, at FROM search
+    WHERE thread = p.thread AND agent = p.agent AND line = p.line AND level = p.level
+      AND idx = p.idx
+    LIMIT 1
+) AS s
+WHERE p.thread = :thread AND p.agent = :agent;
+
 -- name: search_frequencies
 -- Each row holds one posting at least, so the first `:cap + 1` rows hold more than `:cap` when
 -- the term has; `last` is found in the row where the running count passes `:cap`.
