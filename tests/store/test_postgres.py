@@ -250,3 +250,31 @@ async def test_connections_wait_for_locks_and_idle_in_transactions_for_a_bounded
                 assert tuple(await db.fetchrow(shown)) == expected
         finally:
             await store.close()
+
+
+async def test_a_terms_postings_are_packed_64_to_a_row_and_found_as_on_sqlite(
+    url: str, tmp_path: Path
+) -> None:
+    # A row a posting cost about 137 bytes on PostgreSQL; a row holds a bucket of 64 now. What
+    # a search finds is what SQLite, a row a posting, finds.
+    stores = [open_store(url), open_store(str(tmp_path / "same.sqlite"))]
+    chat = [message(k, f"the venue {k}" if k % 3 else f"plan {k} by the venue") for k in range(150)]
+    try:
+        for store in stores:
+            await store.open()
+            for m in chat:
+                await processed(store, m)
+        packed = await anyio.to_thread.run_sync(
+            postgres_sql,
+            url,
+            "SELECT t.bucket, t.idxs FROM search_term AS t JOIN search_word AS w "
+            "ON w.id = t.word WHERE w.stem = 'plan' AND NOT t.line ORDER BY t.bucket",
+        )
+        planned = [(k // 64, k % 64) for k in range(0, 128, 3)]  # 128 posted, 22 waiting
+        assert [(r["bucket"], o) for r in packed for o in r["idxs"]] == planned
+        for words, limit in (("venue", 5), ("plan", 50), ("plan venue 149", 20), ("plan 7", 3)):
+            postgresql, sqlite = [await store.search("t", words, limit) for store in stores]
+            assert postgresql == sqlite and postgresql
+    finally:
+        for store in stores:
+            await store.close()
