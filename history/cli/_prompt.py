@@ -9,13 +9,12 @@ is named.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -27,8 +26,6 @@ from ._stores import must_exist
 if TYPE_CHECKING:
     from ..agent.rendering import Rendered
     from ..plugin import History, Reading, ReadOnly
-
-    R = TypeVar("R", History, ReadOnly)
 
 
 def register(commands: Commands) -> None:
@@ -127,35 +124,32 @@ async def thread_read(db: str, name: str) -> AsyncIterator[tuple[ReadOnly, str]]
 
 @asynccontextmanager
 async def thread_as_built(db: str, name: str) -> AsyncIterator[tuple[History, str]]:
-    """The store opened in a History that processes nothing, for a command that changes the
-    thread `name` (taken by exact id or title only), with the settings it was built with."""
-    from ..plugin import History
-    from ..settings import HistorySettings
+    """A History that processes nothing, for a command that changes the thread `name` (taken by
+    exact id or title only), opened with the settings the thread was built with (`as_built`,
+    read first through a read-only handle)."""
+    from ..plugin import History, ReadOnly
     from ._report import resolve
 
     must_exist(db)
-    async with History(HistorySettings(summarizer="echo"), store=db, process=False) as history:
-        thread = await resolve(history.store, name, exact=True)
-        yield await as_built(history, thread), thread
+    async with ReadOnly.opened(db) as reader:
+        thread = await resolve(reader.store, name, exact=True)
+        settings = (await as_built(reader, thread)).settings
+    async with History(settings, store=db, process=False) as history:
+        yield history, thread
 
 
-async def as_built(reader: R, thread: str) -> R:
+async def as_built(reader: ReadOnly, thread: str) -> ReadOnly:
     """`reader` reading `thread` with the settings it was built with (its outline's bounds
     close its blocks, its tokenizer counts) but for its summarizer: the offline one stands in,
-    never asked, so a read names no key. A copy sharing the open store; `reader` itself for a
-    thread with no settings recorded."""
-    from ..plugin import ReadOnly
+    never asked, so a read names no key. `reader` itself for a thread with no settings
+    recorded."""
     from ..settings import built_with
 
     record = next((a.settings for a in await reader.store.about(thread) if a.settings), None)
     if record is None:
         return reader
     settings = built_with(record, reader.settings).with_changes(summarizer="echo")
-    if isinstance(reader, ReadOnly):
-        return replace(reader, settings=settings)
-    copied = copy.copy(reader)
-    copied.settings = settings
-    return copied
+    return replace(reader, settings=settings)
 
 
 async def _prompt(history: Reading, thread: str, args: argparse.Namespace) -> None:
