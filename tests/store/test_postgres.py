@@ -17,6 +17,7 @@ from history._trace import simulate, snapshot
 from history.contract import Ask
 from history.store import open_store
 from history.store._migrations import MIGRATIONS
+from history.store._search.reads import SearchReads
 from history.store.postgres import PostgresStore
 
 from ..conftest import message
@@ -275,6 +276,21 @@ async def test_a_terms_postings_are_packed_64_to_a_row_and_found_as_on_sqlite(
         for words, limit in (("venue", 5), ("plan", 50), ("plan venue 149", 20), ("plan 7", 3)):
             postgresql, sqlite = [await store.search("t", words, limit) for store in stores]
             assert postgresql == sqlite and postgresql
+
+        async def bounded(tx: Any) -> list[object]:
+            """The reads that stop at a cap, at caps that end inside a packed row."""
+            reads = SearchReads(tx=tx, thread="t")
+            return [
+                sorted(await reads.frequencies("", ["plan", "venu", "by"], cap=cap))
+                for cap in (7, 63, 64, 65, 99)
+            ] + [
+                await reads.newest("", "venu", line=False, cap=70),
+                await reads.together("", ["plan", "venu"], cap=30, limit=5),
+            ]
+
+        postgresql, sqlite = [await s._sql.run(bounded, mode="snapshot") for s in stores]
+        assert postgresql == sqlite
+        assert [n for _, _, n, _ in postgresql[0]] == [8, 0, 8, 0, 8, 0]  # 7 + 1 of each
     finally:
         for store in stores:
             await store.close()
