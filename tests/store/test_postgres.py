@@ -19,6 +19,7 @@ from history.store import open_store
 from history.store._migrations import MIGRATIONS
 from history.store._search.reads import SearchReads
 from history.store.postgres import PostgresStore
+from history.store.sqlite import SQLiteStore
 
 from ..conftest import message
 from ..stores import postgres_schema, postgres_server, postgres_sql
@@ -258,7 +259,7 @@ async def test_a_terms_postings_are_packed_64_to_a_row_and_found_as_on_sqlite(
 ) -> None:
     # A row a posting cost about 137 bytes on PostgreSQL; a row holds a bucket of 64 now. What
     # a search finds is what SQLite, a row a posting, finds.
-    stores = [open_store(url), open_store(str(tmp_path / "same.sqlite"))]
+    stores = [PostgresStore(url), SQLiteStore(str(tmp_path / "same.sqlite"))]
     chat = [message(k, f"the venue {k}" if k % 3 else f"plan {k} by the venue") for k in range(150)]
     try:
         for store in stores:
@@ -277,7 +278,7 @@ async def test_a_terms_postings_are_packed_64_to_a_row_and_found_as_on_sqlite(
             postgresql, sqlite = [await store.search("t", words, limit) for store in stores]
             assert postgresql == sqlite and postgresql
 
-        async def bounded(tx: Any) -> list[object]:
+        async def bounded(tx: Any) -> list[list[Any]]:
             """The reads that stop at a cap, at caps that end inside a packed row."""
             reads = SearchReads(tx=tx, thread="t")
             return [
@@ -288,9 +289,9 @@ async def test_a_terms_postings_are_packed_64_to_a_row_and_found_as_on_sqlite(
                 await reads.together("", ["plan", "venu"], cap=30, limit=5),
             ]
 
-        postgresql, sqlite = [await s._sql.run(bounded, mode="snapshot") for s in stores]
-        assert postgresql == sqlite
-        assert [n for _, _, n, _ in postgresql[0]] == [8, 0, 8, 0, 8, 0]  # 7 + 1 of each
+        read = [await s._sql.run(bounded, mode="snapshot") for s in stores]
+        assert read[0] == read[1]
+        assert [n for _, _, n, _ in read[0][0]] == [8, 0, 8, 0, 8, 0]  # 7 + 1 of each
     finally:
         for store in stores:
             await store.close()
