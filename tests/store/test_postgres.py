@@ -295,3 +295,37 @@ async def test_a_terms_postings_are_packed_64_to_a_row_and_found_as_on_sqlite(
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_store_with_a_row_a_posting_is_packed_as_it_opens(url: str) -> None:
+    # Step 0090 packs the postings a store wrote before it, and a search finds the same.
+    store = open_store(url)
+    await store.open()
+    try:
+        for k in range(150):
+            await processed(store, message(k, f"the venue {k}" if k % 3 else f"plan {k} by it"))
+        before = [await store.search("t", words, 20) for words in ("venue", "plan 7", "by")]
+    finally:
+        await store.close()
+    packed = "SELECT word, line, level, bucket, idxs, ns FROM search_term ORDER BY 1, 2, 3, 4"
+    written = await anyio.to_thread.run_sync(postgres_sql, url, packed)
+    for statement in (  # as the store was before the step: a row a posting
+        "CREATE TABLE unpacked AS SELECT word, line, level, bucket * 64 + o AS idx, n "
+        "FROM search_term, unnest(idxs, ns) AS p (o, n)",
+        "DROP TABLE search_term",
+        "CREATE TABLE search_term (word BIGINT NOT NULL, line BOOLEAN NOT NULL, "
+        "level INTEGER NOT NULL, idx BIGINT NOT NULL, n INTEGER NOT NULL, "
+        "PRIMARY KEY (word, line, level, idx) INCLUDE (n))",
+        "INSERT INTO search_term SELECT * FROM unpacked",
+        "DROP TABLE unpacked",
+        "DELETE FROM migration WHERE name = '0090_search_packed'",
+    ):
+        await anyio.to_thread.run_sync(postgres_sql, url, statement)
+    store = open_store(url)
+    await store.open()  # the step, applied
+    try:
+        after = [await store.search("t", words, 20) for words in ("venue", "plan 7", "by")]
+    finally:
+        await store.close()
+    assert after == before and all(after)
+    assert await anyio.to_thread.run_sync(postgres_sql, url, packed) == written
