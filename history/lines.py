@@ -19,19 +19,21 @@ def one_line(text: str) -> str:
     return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
-def _speaker(m: Message) -> str:
+def speaker(m: Message) -> str:
+    """Who speaks in a message's header: `Ana → north`, or `Ana` when it is to nobody."""
     return f"{m.author} → {m.to}" if m.to else m.author
 
 
 def line_of(m: Message) -> str:
     """A message as one line: `Ana → north: text [file.pdf]`, its newlines as spaces."""
     files = "".join(f" [{f.name}]" for f in m.files)
-    return f"{_speaker(m)}: {one_line(m.text)}{files}"
+    return f"{speaker(m)}: {one_line(m.text)}{files}"
 
 
-def render(m: Message) -> str:
-    """A message as an agent reads it (newlines kept, no file names): what is weighed."""
-    return f"{_speaker(m)}: {m.text}"
+def render(m: Message, text: str | None = None) -> str:
+    """A message as an agent reads it (newlines kept, no file names): what is weighed; with
+    `text` in place of its own (its head, when it is too long for a prompt)."""
+    return f"{speaker(m)}: {m.text if text is None else text}"
 
 
 def label(level: int, index: int, *, agent: str = "") -> str:

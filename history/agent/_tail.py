@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -118,7 +118,7 @@ def tail_messages(
         elif m.author == agent and not m.step:
             yield ModelResponse(parts=[TextPart(content=_head(m.text, page, s))], timestamp=m.at)
         else:
-            text = render(named(replace(m, text=_head(m.text, page, s)), names or {}))
+            text = render(named(m, names or {}), _head(m.text, page, s))
             text += "".join(f" [{f.name}]" for f in m.files)
             ours = run is not None and m.id in run.recorded
             yield ModelRequest(

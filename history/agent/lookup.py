@@ -17,7 +17,7 @@ from .._generations import current_hits, current_nodes
 from .._names import Display, display, named, named_query
 from ..contract import Hit, Message, Stored, Summary, format_at
 from ..errors import NotFoundError
-from ..lines import cut, line_of, one_line, prefix, render, size
+from ..lines import cut, line_of, one_line, prefix, size, speaker
 from ..lines import label as label_of
 from ..plugin import History, Reading, ReadOnly
 from ..processors.weight import tokens
@@ -203,8 +203,7 @@ async def _message(
     if not 1 <= page <= len(pages):
         raise NotFoundError(f"message {name!r} has {len(pages)} page(s); there is no page {page!r}")
     names = display(await history.store.names(thread), thread)
-    speaker = render(named(replace(m, text=""), names)).removesuffix(": ")
-    shown = [f"{name}|{speaker}, {format_at(m.at)}:", pages[page - 1]]
+    shown = [f"{name}|{speaker(named(m, names))}, {format_at(m.at)}:", pages[page - 1]]
     if page == len(pages) and m.files:
         shown.append("[files: " + ", ".join(f.name for f in m.files) + "]")
     if page < len(pages):
