@@ -113,6 +113,7 @@ RENAMES: list[tuple[str, str, str | None]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_renames_and_later_nodes_match_the_reference(tmp_path: Path, seed: int) -> None:
     inputs = chat(seed, 70)

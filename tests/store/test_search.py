@@ -75,6 +75,7 @@ def test_a_span_is_indexed_as_its_days_in_words_then_its_text(
     assert terms.indexed(text, first, last, "english") == expected
 
 
+@pytest.mark.slow
 @given(st.integers(min_value=0, max_value=10**30), st.sampled_from(languages()))
 def test_no_stemmer_changes_a_number(number: int, language: str) -> None:
     # What lets the stemmer's cache pass numbers through without asking snowball.
