@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from history.contract import Message, format_at
+from history.contract import Message
 from history.plugin import History
 from history.settings import HistorySettings
 
@@ -53,20 +53,7 @@ class Size:
 
 def jsonl_line(message: Message) -> str:
     """A message as one line of the project's JSONL (SPEC section 8)."""
-    value: dict[str, object] = {
-        "id": message.id,
-        "thread": message.thread,
-        "author": message.author,
-        "text": message.text,
-        "at": format_at(message.at),
-    }
-    if message.to:
-        value["to"] = message.to
-    if message.step:
-        value["step"] = True
-    if message.files:
-        value["files"] = [f.to_json() for f in message.files]
-    return json.dumps(value, ensure_ascii=False) + "\n"
+    return json.dumps(message.to_json(), ensure_ascii=False) + "\n"
 
 
 def write_jsonl(corpus: Corpus, path: Path) -> int:

@@ -135,6 +135,24 @@ class Message:
     def files_json(self) -> str:
         return json.dumps([f.to_json() for f in self.files], ensure_ascii=False)
 
+    def to_json(self) -> dict[str, Any]:
+        """Its JSON form (SPEC section 8), what `from_json` reads: `to`, `step` and `files` only
+        when it has them."""
+        value: dict[str, Any] = {
+            "id": self.id,
+            "thread": self.thread,
+            "author": self.author,
+            "text": self.text,
+            "at": format_at(self.at),
+        }
+        if self.to:
+            value["to"] = self.to
+        if self.step:
+            value["step"] = True
+        if self.files:
+            value["files"] = [f.to_json() for f in self.files]
+        return value
+
     @classmethod
     def from_json(cls, value: object) -> Message:
         """A message from its JSON form (SPEC section 8); a wrong shape names the field."""

@@ -89,22 +89,7 @@ def conversations(threads: Sequence[str], count: int, *, seed: int = 5) -> list[
 
 def write_jsonl(path: Path, messages: Sequence[Message]) -> Path:
     with path.open("w", encoding="utf-8") as out:
-        for m in messages:
-            out.write(
-                json.dumps(
-                    {
-                        "id": m.id,
-                        "thread": m.thread,
-                        "author": m.author,
-                        "to": m.to,
-                        "text": m.text,
-                        "at": m.at.isoformat(),
-                        "step": m.step,
-                    },
-                    ensure_ascii=False,
-                )
-                + "\n"
-            )
+        out.writelines(json.dumps(m.to_json(), ensure_ascii=False) + "\n" for m in messages)
     return path
 
 

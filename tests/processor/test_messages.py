@@ -87,6 +87,15 @@ def test_json_messages_take_null_and_missing_as_empty() -> None:
         Message.from_json({"id": "1", "thread": "t", "author": "", "text": "", "at": "2026-11-01"})
 
 
+def test_a_messages_json_form_reads_back_as_the_message() -> None:
+    pdf = File(name="plan.pdf", mime="application/pdf", size=10, pages=2)
+    full = message(3, "the plan", step=True, files=(pdf,))
+    assert Message.from_json(full.to_json()) == full
+    bare = message(4, "ok", to="")
+    assert set(bare.to_json()) == {"id", "thread", "author", "text", "at"}  # no empty fields
+    assert Message.from_json(bare.to_json()) == bare
+
+
 def test_files_weigh_by_what_they_are() -> None:
     files = (
         File(name="a.png", mime="IMAGE/PNG; q=1"),  # 765

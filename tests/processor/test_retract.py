@@ -13,10 +13,11 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from history import InputError, Message, Outline, RetractRefused, Store
+from history import InputError, Outline, RetractRefused, Store
 from history.cli import main
 
 from ..conftest import Opener, Settings, exchange, message
+from ..workers import write_jsonl
 
 pytestmark = pytest.mark.anyio
 
@@ -31,18 +32,6 @@ LONG = [message(n, f"word{n} " * (12 + n % 7)) for n in range(20)]
 """Twenty messages from one person, three of which are more than a tail of (40, 80) tokens: the
 kept messages stop a cut often."""
 LATER = exchange([f"later {k} " * 6 for k in range(6)], start=40)
-
-
-def jsonable(m: Message) -> dict[str, str]:
-    """A message as a line of a JSONL history."""
-    return {
-        "id": m.id,
-        "thread": m.thread,
-        "author": m.author,
-        "to": m.to,
-        "text": m.text,
-        "at": m.at.isoformat(),
-    }
 
 
 def state(outline: Outline | None) -> Outline:
@@ -188,7 +177,7 @@ def test_the_retract_command_takes_back_and_refuses_in_json(
 ) -> None:
     db = str(tmp_path / "h.sqlite")
     chat = tmp_path / "chat.jsonl"
-    chat.write_text("".join(json.dumps(jsonable(m)) + "\n" for m in CHAT + TURN))
+    write_jsonl(chat, CHAT + TURN)
     assert main(["ingest", str(chat), "--tail", "40,80", "--db", db]) == 0
     capsys.readouterr()
     assert main(["retract", "t", "--after", "19", "--db", db, "--json"]) == 0
@@ -276,7 +265,7 @@ def test_the_retract_command_judges_with_the_settings_the_thread_was_built_with(
     messages stopped it): refused, though the default tail would never have tried it."""
     db, chat = str(tmp_path / "h.sqlite"), tmp_path / "big.jsonl"
     big = [message(n, f"word{n} " * 30) for n in range(3)]
-    chat.write_text("".join(json.dumps(jsonable(m)) + "\n" for m in big))
+    write_jsonl(chat, big)
     assert main(["ingest", str(chat), "--tail", "40,80", "--kept", "4", "--db", db]) == 0
     capsys.readouterr()
     assert main(["retract", "t", "--after", "1", "--db", db]) == 2

@@ -6,7 +6,6 @@ import json
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -194,7 +193,7 @@ async def test_the_cut_gap_waits_for_the_tail_to_grow_again(
 async def test_simulate_prints_the_step_trees(tmp_path: Path) -> None:
     from history._trace import simulate
 
-    lines = [json.dumps(_record(m)).encode() for m in chat(4) + chat(4, start=6)]
+    lines = [json.dumps(m.to_json()).encode() for m in chat(4) + chat(4, start=6)]
     settings = HistorySettings(summarizer="scripted", line=96, tail=(100, 300), kept=1)
     trace = await simulate(lines, settings)
     (outline,) = trace["outlines"]
@@ -309,18 +308,6 @@ def _version_1_store(path: Path) -> None:
         (json.dumps([[0, 0, size, at[0]]]), size + 1, at[3], at[3], at[2]),
     )
     db.close()
-
-
-def _record(m: Message) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "thread": m.thread,
-        "author": m.author,
-        "to": m.to,
-        "text": m.text,
-        "at": m.at.isoformat(),
-        "step": m.step,
-    }
 
 
 async def test_only_its_agent_is_sent_and_can_open_a_step_outline(open_history: Opener) -> None:
