@@ -78,10 +78,8 @@ async def read_generations(
             "node_generations",
             thread=thread,
             agent=agent,
-            keys=[list(k) for k in keys],
-            levels=[level for level, _ in keys],
-            indexes=[index for _, index in keys],
             upto=LARGEST if upto is None else upto,
+            **rows.node_keys(keys),
         )
     return sorted(map(generation_from_row, rows_), key=lambda g: (*g.key, g.generation))
 

@@ -165,6 +165,16 @@ def summary_from_row(row: Row) -> Summary:
     )
 
 
+def node_keys(keys: Sequence[tuple[int, int]]) -> Params:
+    """Nodes' `(level, index)` keys as both dialects bind them: a JSON list for SQLite
+    (`keys`), two arrays for PostgreSQL (`levels`, `indexes`)."""
+    return {
+        "keys": [list(key) for key in keys],
+        "levels": [level for level, _ in keys],
+        "indexes": [index for _, index in keys],
+    }
+
+
 def new_outline_row(thread: str) -> Params:
     """The row of a thread's first message: nothing processed yet, a fresh epoch."""
     return {

@@ -564,14 +564,7 @@ async def _node_rows(
     """The rows of the nodes of one tree at `(level, index)` keys that exist, in any order."""
     if not keys:
         return ()
-    return await tx.fetch(
-        "nodes",
-        thread=thread,
-        agent=agent,
-        keys=[list(key) for key in keys],
-        levels=[level for level, _ in keys],
-        indexes=[index for _, index in keys],
-    )
+    return await tx.fetch("nodes", thread=thread, agent=agent, **rows.node_keys(keys))
 
 
 def _in_order(nodes: Sequence[Summary], keys: Sequence[tuple[int, int]]) -> list[Summary]:
