@@ -15,7 +15,7 @@ from .cost import Run
 from .latency import Cuts, Load
 from .readers import Readers
 from .readers import section as readers_section
-from .retrieval import Retrieval, table
+from .retrieval import FEW, Retrieval, table
 from .scale import Scale
 from .sections import pct as _pct
 from .sections import scale as _scale
@@ -233,10 +233,12 @@ def _retrieval(results: Results) -> list[str]:
         "## Retrieval: search against plain BM25",
         "",
         f"{c.questions} questions of each kind per conversation, each with the one message that "
-        "answers it, worded unlike it: **forms** (three of its rarest words, one in another "
-        "form of its stem), **date** (one of its words and its day in words), **reply** (the "
-        "words of a question, answered by the reply to it); and **fact**: each of the eight "
-        'facts planted in a conversation, asked by what it is called ("what was the booking '
+        "answers it, worded unlike it: **forms** (three of its words, one or two in another "
+        "form of their stem), **date** (one of its words and its day in words), **reply** (two "
+        "words of a question, answered by the reply to it), the words of a forms or reply "
+        f"question held together by at most {FEW} messages of the thread (a question "
+        "hundreds of messages answer alike measures nothing); and **fact**: each of the "
+        'eight facts planted in a conversation, asked by what it is called ("what was the booking '
         'code?"), answered by the message that settled it. Every conversation is spread over '
         "weeks (a message every 5 hours) and processed with the echo summarizer, tail 2,000 to "
         "6,000 tokens, outline 8,000 to 16,000 bytes. *search* is the thread's search; *BM25* "

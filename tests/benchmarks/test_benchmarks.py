@@ -288,15 +288,23 @@ async def test_a_quick_run_writes_a_sane_report_and_plots(tmp_path: Path) -> Non
 
 def test_retrieval_questions_are_worded_unlike_their_answers() -> None:
     from benchmarks import retrieval
+    from history._languages import DEFAULT_LANGUAGE
+    from history.lines import line_of
     from history.store._search import terms
 
     corpus = corpora.synthetic_corpus(300)
     thread = retrieval.spread(corpus)[0]
     asked = retrieval.questions(thread, random.Random(3), 4)
     by_id = {m.id: (k, m) for k, m in enumerate(thread)}
+    stem = terms.stemmer(DEFAULT_LANGUAGE)
+    held = [{stem(w) for w in terms.words(line_of(m))} for m in thread]
     assert {q.kind for q in asked} == {"forms", "date", "reply"}
     for q in asked:
         k, answer = by_id[q.answer]
+        if q.kind != "date":  # the words asked tell the message from all but a few others
+            words = {stem(w) for w in terms.words(q.text.partition(" about ")[2])}
+            holders = [n for n, stems in enumerate(held) if words <= stems]
+            assert k - (q.kind == "reply") in holders and len(holders) <= retrieval.FEW
         said = set(terms.words(answer.text))
         asked_words = [w for w in terms.words(q.text) if w not in terms.STOP_WORDS]
         if q.kind == "forms":

@@ -111,6 +111,27 @@ async def test_a_short_reply_is_found_through_the_question_it_answers(store: Sto
     assert len(hits) == 2  # nothing else holds or neighbours the word
 
 
+async def test_a_message_holding_every_word_asked_outranks_shorter_ones_holding_fewer(
+    store: Store,
+) -> None:
+    # "ferry" is the rarest word asked; the short messages hold it alone and the long one holds
+    # it with the two common words asked too: every word asked weighs more than a short text.
+    filler = " ".join(f"item{n}" for n in range(30))
+    texts = [
+        *(f"the invoice pricing note {n}" for n in range(8)),
+        f"the ferry invoice pricing came in with {filler}",
+        "the ferry left",
+        "a ferry again",
+    ]
+    for k, text in enumerate(texts):
+        await processed(store, message(k, text))
+    hits = await store.search("t", "ferry invoice pricing", 2)
+    assert [(h.message, h.terms) for h in hits] == [
+        ("t-8", ("ferry", "invoice", "pricing")),
+        ("t-9", ("ferry",)),
+    ]
+
+
 async def test_a_line_is_listed_only_when_it_adds_words(store: Store) -> None:
     for k, text in enumerate(["the venue is booked", "lunch at noon", "a", "b"]):
         await processed(store, message(k, text))

@@ -11,6 +11,10 @@ PostgreSQL return the same hits in the same order:
   text), each divided by the best among the candidates: up to 2. So a short reply to a question
   is found through the question.
 - A line scores by BM25 among the thread's lines, divided by the best line's: up to 1.
+- Each BM25 is first multiplied by the share of the query's stems (those some candidate holds)
+  that the row (or window) holds, Lucene's classic coordination factor: a message that holds
+  every word asked outranks a shorter one that holds only the rarest, as a person who recalls
+  three details of a message expects.
 - The candidates are the rows holding a query stem; of a stem that more than `CANDIDATES`
   messages (or lines) hold, only the newest of them (lines from the highest level down), with
   its rarity taken from how many hold it and its counts read for every candidate; and, of two
@@ -450,11 +454,13 @@ def _bm25(
     known: Mapping[str, int] | None = None,
 ) -> dict[T, float]:
     """Each row's BM25 against the corpus (a stem's rarity: among the rows given, or as `known`
-    says), divided by the best."""
+    says), times the share of the query's stems found here that the row holds (Lucene's
+    classic coordination factor), divided by the best."""
     df: dict[str, int] = {}
     for held in counts.values():
         for stem in held:
             df[stem] = df.get(stem, 0) + 1
+    found = len(df)
     df.update((stem, n) for stem, n in (known or {}).items() if stem in df)
     n, average = corpus.rows, corpus.average
     idf = {stem: math.log(1 + (max(n - d, 0) + 0.5) / (d + 0.5)) for stem, d in df.items()}
@@ -464,7 +470,7 @@ def _bm25(
         total = 0.0
         for stem in sorted(held):
             total += idf[stem] * held[stem] * (K1 + 1) / (held[stem] + norm)
-        scores[row] = total
+        scores[row] = total * len(held) / found
     best = max(scores.values(), default=0.0)
     return {row: score / best if best > 0 else 0.0 for row, score in scores.items()}
 
