@@ -470,7 +470,7 @@ def _bm25(
         total = 0.0
         for stem in sorted(held):
             total += idf[stem] * held[stem] * (K1 + 1) / (held[stem] + norm)
-        scores[row] = total * len(held) / found
+        scores[row] = total * len(held) / found if found else 0.0
     best = max(scores.values(), default=0.0)
     return {row: score / best if best > 0 else 0.0 for row, score in scores.items()}
 
