@@ -5,8 +5,9 @@ holds its answer, worded unlike that message so that matching its words as they 
 enough:
 
 - `forms`: three of the message's words, drawn among those other messages hold too (not its
-  rarest), one or two of them in another form of the same stem ("researching" for
-  "researched", "hotel" for "hotels"), and at most one a number;
+  rarest), one or two of them in another English form of the same stem ("researching" for
+  "researched", "hotel" for "hotels"; `wordfreq` says which forms English uses), and at most
+  one a number;
 - `date`: one of its words and its day named in words, in one of several ways ("what was said
   about the invoice on Tuesday, February 3rd, 2026?"), the word being in a few other messages
   too;
@@ -259,17 +260,27 @@ def _content(word: str) -> bool:
 
 
 SUFFIXES = ("ing", "ed", "es", "s", "er", "ly", "ion", "ions", "ment", "ation")
+COMMON = 3.0
+"""A form is asked only when English uses it at least once in a million words (`wordfreq`'s
+Zipf scale): "reviewing" for "review", never "priyaing" for "priya"."""
 
 
 def _other_form(word: str) -> str:
-    """Another word with the same stem, when a suffix makes one; else the word itself."""
+    """Another English word with the same stem, when a suffix makes one; else the word itself."""
+    from wordfreq import zipf_frequency
+
     stem = terms.stemmer(DEFAULT_LANGUAGE)
     bases = [word] + [word[: -len(s)] for s in SUFFIXES if word.endswith(s)]
     bases += [b + "e" for b in bases[1:]]
     for base in bases:
         for suffix in ("", *SUFFIXES):
             form = base + suffix
-            if form != word and len(form) > 2 and stem(form) == stem(word):
+            if (
+                form != word
+                and len(form) > 2
+                and stem(form) == stem(word)
+                and zipf_frequency(form, "en") >= COMMON
+            ):
                 return form
     return word
 
