@@ -75,7 +75,7 @@ SPACING = timedelta(hours=5)
 FEW = 3
 """At most this many messages of the thread hold all the words a `forms` or `reply` question
 asks: the answer is one of a few, as a person who recalls a detail asks for it."""
-TRIES = 20
+TRIES = 200
 """Draws of a question's words before a message is passed over for that kind."""
 THREAD = 600
 """Messages per thread in the timing stores."""
