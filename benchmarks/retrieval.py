@@ -6,19 +6,19 @@ enough:
 
 - `forms`: three of the message's words, drawn among those other messages hold too (not its
   rarest), one or two of them in another English form of the same stem ("researching" for
-  "researched", "hotel" for "hotels"; `wordfreq` says which forms English uses), and at most
-  one a number;
+  "researched", "hotel" for "hotels"; `wordfreq` says which forms English uses);
 - `date`: one of its words and its day named in words, in one of several ways ("what was said
   about the invoice on Tuesday, February 3rd, 2026?"), the word being in a few other messages
   too;
 - `reply`: two words of a question someone asked, drawn at random, the answer being the reply
   to it (which holds none of them);
-
-the words of a `forms` or a `reply` question being held together by at most `FEW` messages of
-the thread, as a person asks who recalls a detail: a question that hundreds of messages answer
-alike (three common words of a chat made from a few templates) measures nothing;
 - `fact`: each fact planted in a conversation (`corpora.Fact`), asked by what it is called
   ("what was the booking code?"), the answer being the message that settled it.
+
+The words of a `forms` or a `reply` question, at most one of them a number, are held together
+by at most `FEW` messages of the thread, as a person asks who recalls a detail: a question that
+hundreds of messages answer alike (three common words of a chat made from a few templates)
+measures nothing.
 
 Each conversation is spread over weeks (a message every few hours), stored and processed with
 the echo summarizer and budgets that make the tree deep (tail 2,000 to 6,000 tokens, outline
@@ -155,8 +155,8 @@ def questions(thread: list[Message], rng: random.Random, per_kind: int) -> list[
 
     The words asked are drawn at random among those another message holds too (a word no other
     message holds would find its message by itself), but together held by at most `FEW`
-    messages, one or two of them asked in another form where they have one; a date is named in
-    one of several ways.
+    messages, one or two of them asked in another English form where they have one; a date is
+    named in one of several ways.
     """
     words = [[w for w in terms.words(line_of(m)) if _content(w)] for m in thread]
     stem = terms.stemmer(DEFAULT_LANGUAGE)
@@ -635,7 +635,9 @@ def _against_peer(retrieval: Retrieval, *, lead: float = 0.15) -> list[Target]:
             why=f"{kinds}. ConversationSearch ranks the words as they are (no stems, no dates, "
             "no neighbours): search leads where a question's words are other forms of the "
             "message's, name its day, or are the question it answers. The two are level where "
-            "both find the message (a planted fact asked by the words that settled it).",
+            "both find the message (a planted fact asked by the words that settled it) or "
+            "neither does (the synthetic chat's replies, long template text that does not "
+            "answer the question before it).",
         )
     ]
 
