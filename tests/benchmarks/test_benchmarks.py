@@ -304,9 +304,9 @@ def test_retrieval_questions_are_worded_unlike_their_answers() -> None:
     for q in asked:
         k, answer = by_id[q.answer]
         if q.kind != "date":  # the words asked tell the message from all but a few others
-            asked = terms.words(q.text.partition(" about ")[2])
-            assert sum(w.isdigit() for w in asked) <= 1
-            words = {stem(w) for w in asked}
+            named = terms.words(q.text.partition(" about ")[2])
+            assert sum(w.isdigit() for w in named) <= 1
+            words = {stem(w) for w in named}
             holders = [n for n, stems in enumerate(held) if words <= stems]
             assert k - (q.kind == "reply") in holders and len(holders) <= retrieval.FEW
         said = set(terms.words(answer.text))
