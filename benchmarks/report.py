@@ -234,8 +234,9 @@ def _retrieval(results: Results) -> list[str]:
         "",
         f"{c.questions} questions of each kind per conversation, each with the one message that "
         "answers it, worded unlike it: **forms** (three of its words, one or two in another "
-        "form of their stem), **date** (one of its words and its day in words), **reply** (two "
-        "words of a question, answered by the reply to it), the words of a forms or reply "
+        "form of their stem that English uses), **date** (one of its words and its day in "
+        "words), **reply** (two words of a question, answered by the reply to it), the words "
+        "of a forms or reply "
         f"question held together by at most {FEW} messages of the thread (a question "
         "hundreds of messages answer alike measures nothing); and **fact**: each of the "
         'eight facts planted in a conversation, asked by what it is called ("what was the booking '
