@@ -164,7 +164,7 @@ def questions(thread: list[Message], rng: random.Random, per_kind: int) -> list[
     for k, ws in enumerate(words):
         for s in {stem(w) for w in ws}:
             held.setdefault(s, set()).add(k)
-    df = Counter({s: len(ks) for s, ks in held.items()})
+    df = {s: len(ks) for s, ks in held.items()}
 
     def telling(count: int, among: list[str]) -> list[str] | None:
         """`count` words drawn from `among`, at most one of them a number, whose stems are
